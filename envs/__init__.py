@@ -1,0 +1,1 @@
+"""Environments shipped with semzoo: cooperative matrix games, SMAX through the SMAC API."""

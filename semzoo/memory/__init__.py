@@ -1,0 +1,1 @@
+"""Episode replay buffer and episodic-memory tables."""

@@ -1,0 +1,1 @@
+"""Value-decomposition mixers and their registry."""

@@ -1,0 +1,1 @@
+"""Environment wrappers: SMAC-API -> PettingZoo, PettingZoo -> fixed-shape CTDE arrays."""
