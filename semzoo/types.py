@@ -1,0 +1,97 @@
+"""Shared data contracts: what a vectorized CTDE env returns and what an episode batch holds.
+
+Shapes use N = parallel envs, B = episodes, T = episode limit, A = agents,
+O = observation size, S = state size, U = actions per agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+
+@dataclass
+class CTDEArrays:
+    """One time step of N environments, fixed shapes whatever agents are alive.
+
+    obs:   float32 [N, A, O]  zero for a dead (padded) agent
+    state: float32 [N, S]
+    avail: bool    [N, A, U]  a dead agent has only the no-op action available
+    alive: bool    [N, A]
+    """
+
+    obs: np.ndarray
+    state: np.ndarray
+    avail: np.ndarray
+    alive: np.ndarray
+
+
+@runtime_checkable
+class VecCTDEEnv(Protocol):
+    """N environments stepped in lockstep, exposing fixed-shape arrays.
+
+    ``step`` returns ``(arrays, reward [N] float32, terminated [N] bool,
+    truncated [N] bool, info)`` where ``info`` maps names (``battle_won`` ...)
+    to arrays of shape [N]. Once env i has returned ``terminated or truncated``
+    its later outputs are ignored until the next ``reset``: stepping it again
+    must not raise and must return finite arrays (repeating the final ones is
+    fine). ``reset(seed)`` resets all N envs; env i is seeded with ``seed + i``.
+    """
+
+    n_envs: int
+    n_agents: int
+    obs_dim: int
+    state_dim: int
+    n_actions: int
+    episode_limit: int
+    agent_names: list[str]
+
+    def reset(self, seed: int | None = None) -> CTDEArrays: ...
+
+    def step(
+        self, actions: np.ndarray
+    ) -> tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class EpisodeBatch:
+    """B padded episodes as tensors. Slot t < length holds a real step.
+
+    obs:        float32 [B, T+1, A, O]  slot ``length`` holds the observation after the last step
+    state:      float32 [B, T+1, S]     likewise
+    avail:      bool    [B, T+1, A, U]
+    actions:    int64   [B, T, A]
+    reward:     float32 [B, T]
+    terminated: bool    [B, T]   true only at a real end (win, loss, game over), never at a time limit
+    filled:     bool    [B, T]   true for real steps, false for padding
+    length:     int64   [B]      number of real steps
+    Padding values are unspecified (zero, NaN, anything): consumers mask them.
+    """
+
+    obs: torch.Tensor
+    state: torch.Tensor
+    avail: torch.Tensor
+    actions: torch.Tensor
+    reward: torch.Tensor
+    terminated: torch.Tensor
+    filled: torch.Tensor
+    length: torch.Tensor
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.reward.shape[0])
+
+    @property
+    def max_t(self) -> int:
+        return int(self.reward.shape[1])
+
+    def to(self, device: torch.device | str) -> "EpisodeBatch":
+        return EpisodeBatch(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+
+    def index(self, idx: torch.Tensor | slice) -> "EpisodeBatch":
+        return EpisodeBatch(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
