@@ -1,0 +1,214 @@
+"""The ``semzoo`` command line: thin wrappers that build a config and call the library.
+
+Exit codes: 0 success, 1 domain error (bad run directory, environment failure), 2 usage error
+(bad flag value). Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, NoReturn, Optional
+
+import typer
+
+from semzoo.config import (AgentConfig, ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig)
+
+app = typer.Typer(
+    name="semzoo",
+    help="State-based episodic memory for cooperative multi-agent RL: train VDN, QMIX, QPLEX and WQMIX "
+    "(with or without SEM/SAEM) on matrix games, MPE, SMAX and SMAC.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+USAGE_ERROR = 2
+DOMAIN_ERROR = 1
+
+
+def fail(message: str, code: int = DOMAIN_ERROR) -> NoReturn:
+    """Print one line to stderr and exit with ``code``."""
+    typer.echo(f"Error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def parse_env_args(pairs: list[str]) -> dict[str, Any]:
+    """['payoff=[[1,0],[0,1]]', 'k=-10'] -> {'payoff': [[1, 0], [0, 1]], 'k': -10}; values are JSON, else strings."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            fail(f"--env-arg {pair!r}: expected KEY=VALUE, e.g. --env-arg 'k=-10'", USAGE_ERROR)
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def _build(factory: Callable[..., Any], **kwargs: Any) -> Any:
+    try:
+        return factory(**kwargs)
+    except (ValueError, TypeError) as err:
+        fail(str(err), USAGE_ERROR)
+
+
+class _Progress:
+    """A rich progress bar on a terminal; plain log lines every ~10 % otherwise."""
+
+    def __init__(self, total: int) -> None:
+        self.total = max(total, 1)
+        self.started = time.perf_counter()
+        self.interactive = sys.stderr.isatty()
+        self._next_line = 0.0
+        self._bar = None
+        if self.interactive:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            self._bar = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} steps"),
+                                 TextColumn("{task.fields[rate]:,.0f} steps/s"), TimeElapsedColumn(), TimeRemainingColumn(),
+                                 TextColumn("{task.fields[test]}"), transient=False)
+            self._task = self._bar.add_task("train", total=self.total, rate=0.0, test="")
+            self._bar.start()
+
+    @staticmethod
+    def _test_text(info: dict[str, Any]) -> str:
+        if "test_win_rate" in info:
+            return f"test win {info['test_win_rate']:.2f}"
+        if "test_return_mean" in info:
+            return f"test return {info['test_return_mean']:.2f}"
+        return ""
+
+    def __call__(self, info: dict[str, Any]) -> None:
+        steps = info["env_steps"]
+        rate = steps / max(time.perf_counter() - self.started, 1e-9)
+        if self._bar is not None:
+            self._bar.update(self._task, completed=min(steps, self.total), rate=rate, test=self._test_text(info))
+        elif steps >= self._next_line:
+            typer.echo(f"[train] {steps:,}/{self.total:,} steps  {rate:,.0f} steps/s  eps {info['epsilon']:.3f}  "
+                       f"{self._test_text(info)}".rstrip(), err=True)
+            self._next_line = steps + self.total / 10
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+
+@app.command()
+def train(
+    env: str = typer.Option("matrix:two_step", help="Environment id: matrix:<game>, smax:<map>, smac:<map>, pz:<module>:<factory>."),
+    algo: str = typer.Option("sem-qmix", help="vdn, qmix, qplex, cw-qmix, ow-qmix, or sem-/saem-<mixer>."),
+    steps: int = typer.Option(20_000, help="Environment steps to train for."),
+    seed: int = typer.Option(0, help="Seed of networks, exploration, replay sampling, envs and the random projection."),
+    out: str = typer.Option("runs", help="Parent folder of the run directory."),
+    run_name: Optional[str] = typer.Option(None, help="Run directory name (default <env>_<algo>_seed<seed>)."),
+    env_arg: list[str] = typer.Option([], help="KEY=VALUE passed to the env factory (VALUE parsed as JSON); repeatable."),
+    device: str = typer.Option("auto", help="auto (GPU when present), cpu, cuda, cuda:N."),
+    n_envs: int = typer.Option(8, help="Environments stepped in parallel."),
+    episode_limit: Optional[int] = typer.Option(None, help="Maximum steps per episode (default: the env's own)."),
+    test_interval: int = typer.Option(10_000, help="Env steps between greedy evaluations."),
+    test_episodes: int = typer.Option(32, help="Greedy episodes per evaluation."),
+    log_interval: int = typer.Option(2_000, help="Env steps between training-metric rows."),
+    save_interval: int = typer.Option(50_000, help="Env steps between checkpoints (0: only at the end)."),
+    hidden_dim: int = typer.Option(64, help="GRU hidden size of the agent network."),
+    lr: float = typer.Option(5e-4, help="RMSprop learning rate."),
+    gamma: float = typer.Option(0.99, help="Discount factor."),
+    batch_size: int = typer.Option(32, help="Episodes per update."),
+    buffer_size: int = typer.Option(5000, help="Replay capacity in episodes."),
+    target_update_episodes: int = typer.Option(200, help="Episodes between hard target updates."),
+    grad_clip: float = typer.Option(10.0, help="Global gradient-norm clip."),
+    double_q: bool = typer.Option(True, help="Double Q-learning target."),
+    updates_per_episode: float = typer.Option(1.0, help="Gradient updates per collected episode."),
+    timeout_as_terminal: bool = typer.Option(False, help="PyMARL behaviour: no bootstrap at a time limit."),
+    epsilon_start: float = typer.Option(1.0),
+    epsilon_finish: float = typer.Option(0.05),
+    epsilon_anneal_steps: int = typer.Option(50_000, help="Env steps over which epsilon falls linearly."),
+    embed_dim: int = typer.Option(32, help="QMIX mixing embedding size."),
+    hypernet_dim: int = typer.Option(64, help="QMIX hypernetwork hidden size."),
+    qplex_heads: int = typer.Option(4, help="QPLEX attention heads."),
+    wqmix_alpha: float = typer.Option(0.75, help="WQMIX weight alpha."),
+    lam: float = typer.Option(0.1, help="Episodic-memory weight lambda (sem-/saem- algorithms)."),
+    proj_dim: int = typer.Option(4, help="Random-projection size D of the memory key."),
+    memory_capacity: int = typer.Option(1_000_000, help="Episodic table entries |Q^S|."),
+    pending_size: int = typer.Option(5000, help="Env steps |M| gathered between table updates."),
+    miss_rule: str = typer.Option("target", help="On a table miss: 'target' (E = y, the paper) or 'zero' (EMC)."),
+    resume: Optional[str] = typer.Option(None, help="Continue the run in this run directory from its last checkpoint."),
+) -> None:
+    """Train an algorithm on an environment; metrics go to <out>/<run>/metrics.csv."""
+    from semzoo.train import train as run_training
+
+    if resume is not None:
+        _resume(resume)
+        return
+    config = _build(
+        TrainConfig, env=env, env_args=parse_env_args(env_arg), algo=algo, steps=steps, seed=seed, out=out,
+        run_name=run_name, device=device, n_envs=n_envs, episode_limit=episode_limit, test_interval=test_interval,
+        test_episodes=test_episodes, log_interval=log_interval, save_interval=save_interval,
+        agent=_build(AgentConfig, hidden_dim=hidden_dim),
+        mixer=_build(MixerConfig, embed_dim=embed_dim, hypernet_dim=hypernet_dim, qplex_heads=qplex_heads, wqmix_alpha=wqmix_alpha),
+        memory=_build(MemoryConfig, lam=lam, proj_dim=proj_dim, capacity=memory_capacity, pending_size=pending_size, miss_rule=miss_rule),
+        learner=_build(LearnerConfig, gamma=gamma, lr=lr, batch_size=batch_size, buffer_size=buffer_size,
+                       target_update_episodes=target_update_episodes, grad_clip=grad_clip, double_q=double_q,
+                       updates_per_episode=updates_per_episode, timeout_as_terminal=timeout_as_terminal),
+        exploration=_build(ExplorationConfig, epsilon_start=epsilon_start, epsilon_finish=epsilon_finish,
+                           epsilon_anneal_steps=epsilon_anneal_steps),
+    )
+    _check_env(config)
+    progress = _Progress(config.steps)
+    try:
+        run_dir, result = run_training(config, progress=progress)
+    except (ValueError, TypeError) as err:
+        fail(str(err))
+    finally:
+        progress.close()
+    _report(config, run_dir, result)
+
+
+def _check_env(config: TrainConfig) -> None:
+    """Build one env up front so a bad id or argument is a one-line usage error."""
+    from semzoo.registry import make_env
+
+    try:
+        make_env(config.env, **config.env_args).close()
+    except (ValueError, TypeError, ImportError) as err:
+        fail(str(err).splitlines()[0] if str(err) else repr(err), USAGE_ERROR)
+
+
+def _report(config: TrainConfig, run_dir: Any, result: dict[str, float]) -> None:
+    from semzoo.registry import make_env
+
+    typer.echo(f"run directory: {run_dir}")
+    line = f"{config.algo} on {config.env} after {config.steps:,} steps: greedy return {result['test_return_mean']:.3f}"
+    optimum = getattr(make_env(config.env, **config.env_args), "optimal_return", None)
+    if optimum is not None:
+        line += f" (optimum {optimum:g})"
+    if "test_win_rate" in result:
+        line += f", win rate {result['test_win_rate']:.2f}"
+    typer.echo(line)
+
+
+def _resume(run_dir: str) -> None:
+    fail(f"cannot resume {run_dir!r}: checkpoints are not available in this build", USAGE_ERROR)
+
+
+@app.command()
+def envs() -> None:
+    """List the environment ids semzoo knows."""
+    from semzoo.envs import matrix_game_v0
+
+    typer.echo("Matrix games (matrix:<game>):")
+    for name in matrix_game_v0.GAMES:
+        typer.echo(f"  matrix:{name:<12} {matrix_game_v0.GAME_DESCRIPTIONS.get(name, '')}")
+    typer.echo("Any PettingZoo ParallelEnv factory with state() (pz:<module>:<factory>), e.g.:")
+    typer.echo("  pz:mpe2.simple_spread_v3:parallel_env   MPE2 cooperative navigation (needs semzoo[mpe])")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Episode replay buffer H: preallocated padded tensors, circular, uniform sampling."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+import torch
+
+from semzoo.types import EpisodeBatch
+
+
+class EpisodeReplayBuffer:
+    """Holds up to ``capacity`` episodes of at most ``max_t`` steps as preallocated tensors.
+
+    Memory is fixed at construction: see ``nbytes``. Oldest episodes are overwritten first.
+    """
+
+    def __init__(
+        self, *, capacity: int, max_t: int, n_agents: int, obs_dim: int, state_dim: int, n_actions: int,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        if capacity <= 0 or max_t <= 0:
+            raise ValueError(f"capacity={capacity}, max_t={max_t}: expected positive sizes")
+        self.capacity, self.max_t = capacity, max_t
+        c, t, a = capacity, max_t, n_agents
+        kw: dict[str, Any] = {"device": device}
+        self.data = EpisodeBatch(
+            obs=torch.zeros(c, t + 1, a, obs_dim, **kw),
+            state=torch.zeros(c, t + 1, state_dim, **kw),
+            avail=torch.zeros(c, t + 1, a, n_actions, dtype=torch.bool, **kw),
+            actions=torch.zeros(c, t, a, dtype=torch.int64, **kw),
+            reward=torch.zeros(c, t, **kw),
+            terminated=torch.zeros(c, t, dtype=torch.bool, **kw),
+            filled=torch.zeros(c, t, dtype=torch.bool, **kw),
+            length=torch.zeros(c, dtype=torch.int64, **kw),
+        )
+        self.insert_pos = 0
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def nbytes(self) -> int:
+        return sum(getattr(self.data, f.name).nbytes for f in fields(EpisodeBatch))
+
+    def insert(self, batch: EpisodeBatch) -> None:
+        """Copy ``batch`` (B episodes, time axis <= max_t) in, overwriting the oldest episodes."""
+        n, t = batch.batch_size, batch.max_t
+        if t > self.max_t:
+            raise ValueError(f"episodes of {t} steps do not fit a buffer of max_t={self.max_t}")
+        idx = (self.insert_pos + torch.arange(n)) % self.capacity
+        idx = idx.to(self.data.length.device)
+        for f in fields(EpisodeBatch):
+            dst, src = getattr(self.data, f.name), getattr(batch, f.name).to(self.data.length.device)
+            if f.name == "length":
+                dst[idx] = src
+                continue
+            steps = t + 1 if f.name in ("obs", "state", "avail") else t
+            dst[idx] = 0  # stale tail of an overwritten longer episode
+            dst[idx, :steps] = src[:, :steps]
+        self.insert_pos = (self.insert_pos + n) % self.capacity
+        self.size = min(self.size + n, self.capacity)
+
+    def can_sample(self, batch_size: int) -> bool:
+        return self.size >= batch_size
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> EpisodeBatch:
+        """``batch_size`` distinct episodes drawn uniformly, cut to the longest sampled episode."""
+        if not self.can_sample(batch_size):
+            raise ValueError(f"cannot sample {batch_size} episodes from a buffer holding {self.size}")
+        idx = torch.randperm(self.size, generator=generator)[:batch_size].to(self.data.length.device)
+        batch = self.data.index(idx)
+        t = int(batch.length.max())
+        return EpisodeBatch(
+            obs=batch.obs[:, : t + 1], state=batch.state[:, : t + 1], avail=batch.avail[:, : t + 1],
+            actions=batch.actions[:, :t], reward=batch.reward[:, :t], terminated=batch.terminated[:, :t],
+            filled=batch.filled[:, :t], length=batch.length,
+        )
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"insert_pos": self.insert_pos, "size": self.size,
+                **{f.name: getattr(self.data, f.name).cpu() for f in fields(EpisodeBatch)}}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for f in fields(EpisodeBatch):
+            getattr(self.data, f.name).copy_(state[f.name])
+        self.insert_pos, self.size = int(state["insert_pos"]), int(state["size"])

@@ -1,0 +1,75 @@
+"""The Mixer contract and the registry of mixers by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from semzoo.config import MixerConfig
+
+
+class Mixer(nn.Module):
+    """Q_tot = mix(Q_a, s): checks shapes once, then calls ``mix``.
+
+    forward(agent_qs [B,T,A], state [B,T,S], **extra) -> q_tot [B,T,1]. ``extra`` carries what
+    some mixers need beyond that (QPLEX: ``actions_onehot`` [B,T,A,U] and ``max_qs`` [B,T,A]);
+    every mixer accepts and ignores what it does not use, so the learner calls them all alike.
+    """
+
+    def __init__(self, *, n_agents: int, state_dim: int, n_actions: int) -> None:
+        super().__init__()
+        self.n_agents, self.state_dim, self.n_actions = n_agents, state_dim, n_actions
+
+    def forward(self, agent_qs: torch.Tensor, state: torch.Tensor, **extra: torch.Tensor) -> torch.Tensor:
+        if agent_qs.dim() != 3 or agent_qs.shape[-1] != self.n_agents:
+            raise ValueError(
+                f"agent_qs has shape {tuple(agent_qs.shape)}: expected [B, T, {self.n_agents}] (batch, time, agents)"
+            )
+        expected_state = (*agent_qs.shape[:2], self.state_dim)
+        if tuple(state.shape) != expected_state:
+            raise ValueError(f"state has shape {tuple(state.shape)}: expected {expected_state} to match agent_qs")
+        return self.mix(agent_qs, state, **extra)
+
+    def mix(self, agent_qs_BTA: torch.Tensor, state_BTS: torch.Tensor, **extra: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+
+MixerBuilder = Callable[..., Mixer]
+_REGISTRY: dict[str, MixerBuilder] = {}
+
+
+def register_mixer(name: str) -> Callable[[MixerBuilder], MixerBuilder]:
+    """Class decorator: make a mixer available as ``make_mixer(name, ...)`` and ``--algo name``."""
+
+    def decorate(builder: MixerBuilder) -> MixerBuilder:
+        _REGISTRY[name] = builder
+        return builder
+
+    return decorate
+
+
+def mixer_names() -> list[str]:
+    _import_builtin()
+    return sorted(_REGISTRY)
+
+
+def make_mixer(name: str, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> Mixer:
+    """Build the mixer registered under ``name``; its class reads the fields of ``config`` it needs."""
+    _import_builtin()
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown mixer {name!r}: expected one of {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name].from_config(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions, config=config)
+
+
+def _import_builtin() -> None:
+    # Importing the modules runs their @register_mixer decorators.
+    import importlib
+
+    for module in ("vdn", "qmix", "qplex", "wqmix"):
+        try:
+            importlib.import_module(f"semzoo.mixers.{module}")
+        except ModuleNotFoundError as err:
+            if err.name != f"semzoo.mixers.{module}":
+                raise

@@ -1,0 +1,234 @@
+"""PettingZoo ParallelEnv with ``state()``  ->  fixed-shape arrays for centralised training.
+
+``CTDEEnv`` turns one ParallelEnv into a gymnasium ``Env`` whose observation is a dict
+of fixed-shape arrays (obs [A,O], state [S], avail [A,U], alive [A]); ``CTDEVecEnv`` runs
+N of them through gymnasium's vector machinery (in-process or one process per env)
+and implements the ``VecCTDEEnv`` protocol of ``semzoo.types``.
+
+Decisions (see docs/design.md):
+- Agents are ``possible_agents`` in order. An agent that leaves ``agents`` (dead) is
+  padded: zero observation, only ``noop_action`` available, ``alive`` false.
+- Observations of different sizes are zero-padded to the largest; action spaces of
+  different sizes are padded with unavailable actions.
+- Team reward: the mean (default) or sum of the agents' rewards at that step.
+- The episode ends when no agent is left or ``episode_limit`` steps were taken. It is
+  *terminated* when an agent reported termination and none truncation; otherwise
+  (time limit, the adapter's own limit) it is *truncated* and the learner bootstraps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+from pettingzoo.utils.env import ParallelEnv
+
+from semzoo.types import CTDEArrays
+
+ACTION_MASK_KEY = "action_mask"
+OBSERVATION_KEY = "observation"
+DEFAULT_EPISODE_LIMIT = 200
+INFO_KEYS = ("battle_won",)
+"""Per-episode facts copied from the agents' infos into the team info."""
+
+
+def _episode_limit_of(env: ParallelEnv) -> int | None:
+    """The env's own step limit where it publishes one (SMAC, semzoo matrix games, MPE's max_cycles)."""
+    for holder in (env, getattr(env, "unwrapped", env)):
+        for name in ("episode_limit", "max_cycles", "max_steps"):
+            value = getattr(holder, name, None)
+            if isinstance(value, (int, np.integer)) and value > 0:
+                return int(value)
+    return None
+
+
+class CTDEEnv(gymnasium.Env):
+    """One ParallelEnv with ``state()`` as a gymnasium env of fixed-shape arrays.
+
+    Observation: dict ``obs`` float32 [A,O], ``state`` float32 [S], ``avail`` int8 [A,U],
+    ``alive`` int8 [A]. Action: MultiDiscrete [A] (actions of dead agents are ignored).
+    After the episode ends, further ``step`` calls are no-ops that repeat the final
+    observation with zero reward, so N envs can be stepped in lockstep.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(
+        self,
+        env: ParallelEnv,
+        *,
+        episode_limit: int | None = None,
+        noop_action: int = 0,
+        reward_reduction: Literal["mean", "sum"] = "mean",
+    ) -> None:
+        if not callable(getattr(env, "state", None)):
+            raise TypeError(
+                f"{type(env).__name__} has no state(): semzoo needs a ParallelEnv that exposes the global state"
+            )
+        if reward_reduction not in ("mean", "sum"):
+            raise ValueError(f"reward_reduction={reward_reduction!r}: expected 'mean' or 'sum'")
+        self.env = env
+        self.agent_names: list[str] = list(env.possible_agents)
+        self.n_agents = len(self.agent_names)
+        self._obs_sizes = [self._obs_size(env.observation_space(a)) for a in self.agent_names]
+        self._act_sizes = []
+        for agent in self.agent_names:
+            space = env.action_space(agent)
+            if not isinstance(space, spaces.Discrete):
+                raise TypeError(f"agent {agent!r} has action space {space}: semzoo's agents need Discrete actions")
+            self._act_sizes.append(int(space.n))
+        self.obs_dim = max(self._obs_sizes)
+        self.n_actions = max(self._act_sizes)
+        state_space = getattr(env, "state_space", None)
+        self.state_dim = int(np.prod(state_space.shape)) if state_space is not None else int(np.size(env.state()))
+        if not 0 <= noop_action < self.n_actions:
+            raise ValueError(f"noop_action={noop_action}: expected an action id in [0, {self.n_actions})")
+        self.noop_action = noop_action
+        self.reward_reduction = reward_reduction
+        own_limit = _episode_limit_of(env)
+        self.episode_limit = int(episode_limit or own_limit or DEFAULT_EPISODE_LIMIT)
+
+        n, o, u, s = self.n_agents, self.obs_dim, self.n_actions, self.state_dim
+        self.observation_space = spaces.Dict(
+            {
+                "obs": spaces.Box(-np.inf, np.inf, (n, o), np.float32),
+                "state": spaces.Box(-np.inf, np.inf, (s,), np.float32),
+                "avail": spaces.Box(0, 1, (n, u), np.int8),
+                "alive": spaces.Box(0, 1, (n,), np.int8),
+            }
+        )
+        self.action_space = spaces.MultiDiscrete([u] * n)
+        self._t = 0
+        self._done = True
+        self._last: dict[str, np.ndarray] | None = None
+
+    @staticmethod
+    def _obs_size(space: spaces.Space) -> int:
+        if isinstance(space, spaces.Dict):
+            if OBSERVATION_KEY not in space.spaces:
+                raise TypeError(f"dict observation space {space} has no {OBSERVATION_KEY!r} entry")
+            space = space[OBSERVATION_KEY]
+        if space.shape is None:
+            raise TypeError(f"observation space {space} has no fixed shape")
+        return int(np.prod(space.shape))
+
+    def _arrays(self, obs: dict[str, Any]) -> dict[str, np.ndarray]:
+        n, u = self.n_agents, self.n_actions
+        obs_AO = np.zeros((n, self.obs_dim), np.float32)
+        avail_AU = np.zeros((n, u), np.int8)
+        alive_A = np.zeros(n, np.int8)
+        for i, agent in enumerate(self.agent_names):
+            if agent not in obs:
+                avail_AU[i, self.noop_action] = 1
+                continue
+            alive_A[i] = 1
+            agent_obs = obs[agent]
+            if isinstance(agent_obs, dict):
+                mask = np.asarray(agent_obs[ACTION_MASK_KEY], np.int8).reshape(-1)
+                avail_AU[i, : mask.size] = mask
+                agent_obs = agent_obs[OBSERVATION_KEY]
+            else:
+                avail_AU[i, : self._act_sizes[i]] = 1
+            flat = np.asarray(agent_obs, np.float32).reshape(-1)
+            obs_AO[i, : flat.size] = flat
+        state = np.asarray(self.env.state(), np.float32).reshape(-1)
+        return {"obs": obs_AO, "state": state, "avail": avail_AU, "alive": alive_A}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        super().reset(seed=seed)
+        obs, _ = self.env.reset(seed=seed, options=options)
+        self._t = 0
+        self._done = False
+        self._last = self._arrays(obs)
+        return self._last, {}
+
+    def step(self, action):
+        if self._done:
+            assert self._last is not None, "step() before reset()"
+            return self._last, 0.0, self._terminated, self._truncated, {}
+        actions = np.asarray(action).reshape(-1)
+        live = list(self.env.agents)
+        joint = {a: int(actions[self.agent_names.index(a)]) for a in live}
+        obs, rewards, terms, truncs, infos = self.env.step(joint)
+        self._t += 1
+        values = [float(rewards.get(a, 0.0)) for a in live]
+        reward = float(np.sum(values)) if self.reward_reduction == "sum" else float(np.mean(values)) if values else 0.0
+        any_trunc = any(bool(truncs.get(a, False)) for a in live)
+        any_term = any(bool(terms.get(a, False)) for a in live)
+        ended = not self.env.agents
+        at_limit = self._t >= self.episode_limit
+        self._terminated = bool(ended and any_term and not any_trunc)
+        self._truncated = bool((ended or at_limit) and not self._terminated)
+        self._done = self._terminated or self._truncated
+        self._last = self._arrays(obs)
+        info = {}
+        for key in INFO_KEYS:
+            for a in live:
+                if key in infos.get(a, {}):
+                    info[key] = bool(infos[a][key])
+                    break
+        return self._last, reward, self._terminated, self._truncated, info
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class CTDEVecEnv:
+    """N ``CTDEEnv`` in lockstep through gymnasium's vector envs; implements ``VecCTDEEnv``.
+
+    ``async_=True`` steps each env in its own process (worth it for slow simulators);
+    the default steps them in-process, cheapest for fast envs such as MPE and matrix games.
+    """
+
+    def __init__(self, env_fns: list[Callable[[], ParallelEnv]], *, async_: bool = False, **ctde_kwargs: Any) -> None:
+        if not env_fns:
+            raise ValueError("env_fns is empty: expected at least one environment factory")
+        wrapped = [lambda fn=fn: CTDEEnv(fn(), **ctde_kwargs) for fn in env_fns]
+        vector_cls = AsyncVectorEnv if async_ else SyncVectorEnv
+        self._vec = vector_cls(wrapped, autoreset_mode=AutoresetMode.DISABLED)
+        probe = wrapped[0]() if async_ else self._vec.envs[0]
+        self.n_envs = len(env_fns)
+        self.n_agents = probe.n_agents
+        self.obs_dim = probe.obs_dim
+        self.state_dim = probe.state_dim
+        self.n_actions = probe.n_actions
+        self.episode_limit = probe.episode_limit
+        self.agent_names = list(probe.agent_names)
+        if async_:
+            probe.close()
+
+    @staticmethod
+    def _to_arrays(obs: dict[str, np.ndarray]) -> CTDEArrays:
+        return CTDEArrays(
+            obs=obs["obs"].astype(np.float32, copy=False),
+            state=obs["state"].astype(np.float32, copy=False),
+            avail=obs["avail"].astype(bool),
+            alive=obs["alive"].astype(bool),
+        )
+
+    def reset(self, seed: int | None = None) -> CTDEArrays:
+        seeds = None if seed is None else [seed + i for i in range(self.n_envs)]
+        obs, _ = self._vec.reset(seed=seeds)
+        return self._to_arrays(obs)
+
+    def step(self, actions: np.ndarray):
+        obs, reward, terminated, truncated, infos = self._vec.step(np.asarray(actions, np.int64))
+        info = {}
+        for key in INFO_KEYS:
+            if key in infos:
+                present = infos.get(f"_{key}", np.ones(self.n_envs, bool))
+                info[key] = np.where(present, infos[key], False).astype(bool)
+        return (
+            self._to_arrays(obs),
+            np.asarray(reward, np.float32),
+            np.asarray(terminated, bool),
+            np.asarray(truncated, bool),
+            info,
+        )
+
+    def close(self) -> None:
+        self._vec.close()
