@@ -1,0 +1,31 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   installs semzoo into .venv and trains the default job (a few minutes on 2 cores)
+#   make test   installs semzoo into .venv and runs the test suite
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+EXTRAS ?= test,mpe,smax,ray,tensorboard,plot
+
+.PHONY: install demo test test-long bench
+
+$(BIN)/semzoo: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first, pinned to the local CPU build: a bare range would pull CUDA wheels
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	touch $(BIN)/semzoo
+
+install: $(BIN)/semzoo
+
+demo: install
+	$(BIN)/semzoo train
+
+test: install
+	$(BIN)/python -m pytest -n 2 -q
+
+test-long: install
+	$(BIN)/python -m pytest -n 2 -q -m long
+
+bench: install
+	$(BIN)/python scripts/bench_train.py

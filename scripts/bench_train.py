@@ -1,0 +1,78 @@
+"""Training throughput: QMIX, GRU agent, MPE2 simple_spread (3 agents, 25-step episodes), CPU.
+
+Workload of the foundation issue: batch 32 episodes, one update per collected episode,
+50k env steps. Prints end-to-end env steps/s, ms per update (timed in the same run),
+collection-only steps/s and peak RSS, with ratios against the reference figures of a
+PyMARL-family code base measured on this kind of machine (feed-forward agent):
+580 env steps/s end to end and 13.9 ms per update.
+
+    python scripts/bench_train.py [--steps 50000] [--n-envs 8] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import torch
+
+from semzoo.config import TrainConfig
+from semzoo.train import Trainer
+
+REFERENCE_STEPS_PER_S = 580.0
+REFERENCE_MS_PER_UPDATE = 13.9
+TARGET_SPEEDUP = 5.0
+TARGET_MS_PER_UPDATE = 4.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=50_000)
+    parser.add_argument("--n-envs", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--algo", default="qmix")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    config = TrainConfig(env="pz:mpe2.simple_spread_v3:parallel_env", algo=args.algo, steps=args.steps,
+                         n_envs=args.n_envs, device="cpu", test_interval=10**12, log_interval=10**12)
+    trainer = Trainer(config)
+    update_time = 0.0
+    original_train = trainer.learner.train
+
+    def timed_train(batch):
+        nonlocal update_time
+        start = time.perf_counter()
+        out = original_train(batch)
+        update_time += time.perf_counter() - start
+        return out
+
+    trainer.learner.train = timed_train
+    start = time.perf_counter()
+    trainer.run()
+    total = time.perf_counter() - start
+    steps, updates = trainer.counters["env_steps"], trainer.counters["updates"]
+
+    collect_start, collected = time.perf_counter(), 0
+    while collected < 5_000:
+        collected += int(trainer.runner.run(epsilon=0.5, seed=collected, generator=trainer.generator)[1].lengths.sum())
+    collect_rate = collected / (time.perf_counter() - collect_start)
+    trainer.close()
+
+    rate = steps / total
+    ms_update = 1e3 * update_time / max(updates, 1)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"workload: {args.algo}, GRU agent, MPE2 simple_spread, {args.n_envs} envs, batch 32, "
+          f"{steps:,} env steps, {updates:,} updates, {args.threads} torch threads")
+    print(f"end to end        {rate:9.0f} env steps/s   ({rate / REFERENCE_STEPS_PER_S:.2f}x reference "
+          f"{REFERENCE_STEPS_PER_S:.0f}; target >= {TARGET_SPEEDUP:.0f}x)")
+    print(f"per update        {ms_update:9.2f} ms         ({REFERENCE_MS_PER_UPDATE / ms_update:.2f}x faster than "
+          f"reference {REFERENCE_MS_PER_UPDATE} ms; target <= {TARGET_MS_PER_UPDATE} ms)")
+    print(f"collection only   {collect_rate:9.0f} env steps/s")
+    print(f"wall time         {total:9.1f} s")
+    print(f"peak RSS          {peak_mb:9.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
