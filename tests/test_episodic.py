@@ -233,12 +233,10 @@ def test_age_renumbering_keeps_eviction_order():
 def test_every_stored_key_is_found_after_heavy_eviction():
     memory = make_sem(capacity=2000)
     rng = np.random.default_rng(3)
-    kept = []
     for seed in range(12):
         keys = memory.keys(random_states(700, seed=seed))
         memory.add(keys, rng.standard_normal(700))
         memory.lookup(keys[: 100 * (seed % 3)])
-        kept.append(keys)
     check_table_invariants(memory)
     assert memory.n_entries == 2000
 
@@ -425,3 +423,16 @@ def test_semzoo_saem_is_one_table_not_one_per_joint_action():
     assert costs["semzoo_saem"] < 0.2 * GB
     assert costs["paper_saem"] > 1e40 * GB
     assert costs["semzoo_sem"] <= costs["paper_sem"]
+
+
+def test_empty_inputs_are_noops():
+    memory = make_saem(pending_size=1)
+    keys = memory.keys(np.zeros((0, STATE_DIM), np.float32), np.zeros((0, N_AGENTS), np.int64))
+    assert keys.shape == (0, memory.key_words)
+    memory.add(keys, np.zeros(0))
+    values, hit = memory.lookup(keys)
+    assert values.shape == hit.shape == (0,)
+    batch = make_batch(random_states(8).reshape(2, 4, STATE_DIM), np.ones((2, 3)), [1, 1])
+    batch.filled[:] = False
+    memory.update_from(batch)
+    assert (memory.n_entries, memory.pending_steps) == (0, 0)

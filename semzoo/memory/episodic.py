@@ -628,7 +628,8 @@ class SAEMTable(EpisodicMemory):
         ids = actions_np.astype(np.uint16).reshape(-1, self.n_agents)
         if self.n_agents % 2:
             ids = np.concatenate([ids, np.zeros((ids.shape[0], 1), np.uint16)], axis=1)
-        action_words = np.ascontiguousarray(ids).view(np.uint32).reshape(*phi.shape[:-1], -1)
+        n_action_words = self.key_words - self.proj_dim
+        action_words = np.ascontiguousarray(ids).view(np.uint32).reshape(*phi.shape[:-1], n_action_words)
         return np.concatenate([phi, action_words], axis=-1)
 
     def _step_keys(self, states_KF: np.ndarray, actions_KA: np.ndarray) -> np.ndarray:
