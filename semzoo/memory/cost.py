@@ -1,0 +1,97 @@
+"""Analytic storage cost of episodic memory: the paper's layout and semzoo's.
+
+Paper sec. 6 ("Comparison between SEM and SAEM"), |Q| = 1e6 entries, D = 4:
+SEM needs 0.029 GB (one table); SAEM needs |U|^n tables, 142 GB on
+2c_vs_64zg (n = 2, |U| = 70) and 3e40 GB on 27m_vs_30m (n = 27, |U| = 36).
+All arithmetic uses Python ints, so |U|^n never overflows.
+"""
+
+from __future__ import annotations
+
+from semzoo.memory.episodic import (
+    ACTION_ID_LIMIT,
+    KINDS,
+    saem_key_words,
+    sem_key_words,
+    table_nbytes,
+)
+
+GB = 10**9
+"""The paper's GB: 0.029 GB / 1e6 entries = 29 bytes per entry."""
+PAPER_PROJ_DIM = 4
+PAPER_BYTES_PER_ENTRY = 29
+"""0.029 GB for 1e6 entries at D = 4 (paper sec. 6)."""
+KEY_BYTES_PER_DIM = 4
+"""A float32 per projected dimension; the paper reports D = 4 only, so the
+rest of its 29 bytes (value and bookkeeping) is taken as fixed per entry."""
+PAPER_FIXED_BYTES = PAPER_BYTES_PER_ENTRY - KEY_BYTES_PER_DIM * PAPER_PROJ_DIM
+DEFAULT_CAPACITY = 1_000_000
+
+
+def _check(kind: str, n_agents: int, n_actions: int, capacity: int | float, proj_dim: int) -> int:
+    if kind not in KINDS:
+        raise ValueError(f"unknown episodic memory kind {kind!r}; choose one of {list(KINDS)}")
+    for name, value in (("n_agents", n_agents), ("n_actions", n_actions), ("proj_dim", proj_dim)):
+        if int(value) != value or value <= 0:
+            raise ValueError(f"{name}={value!r} must be a positive int")
+    if int(capacity) != capacity or capacity <= 0:
+        raise ValueError(f"capacity={capacity!r} must be a positive whole number of entries")
+    return int(capacity)
+
+
+def paper_bytes_per_entry(proj_dim: int = PAPER_PROJ_DIM) -> int:
+    """Bytes per table entry in the paper's layout: 29 at D = 4."""
+    return KEY_BYTES_PER_DIM * proj_dim + PAPER_FIXED_BYTES
+
+
+def paper_n_tables(kind: str, n_agents: int, n_actions: int) -> int:
+    """Lookup tables in the paper's layout: 1 for SEM, |U|^n for SAEM (one per joint action)."""
+    _check(kind, n_agents, n_actions, 1, PAPER_PROJ_DIM)
+    return 1 if kind == "sem" else int(n_actions) ** int(n_agents)
+
+
+def paper_storage_bytes(
+    kind: str,
+    n_agents: int,
+    n_actions: int,
+    capacity: int | float = DEFAULT_CAPACITY,
+    proj_dim: int = PAPER_PROJ_DIM,
+) -> int:
+    """Bytes the paper's layout needs: n_tables * |Q| * bytes per entry (a Python int).
+
+    SEM: 1 * 1e6 * 29 = 0.029 GB; SAEM on 2c_vs_64zg: 70^2 * 1e6 * 29 = 142 GB.
+    """
+    n_entries = _check(kind, n_agents, n_actions, capacity, proj_dim)
+    return paper_n_tables(kind, n_agents, n_actions) * n_entries * paper_bytes_per_entry(proj_dim)
+
+
+def semzoo_storage_bytes(
+    kind: str,
+    n_agents: int,
+    n_actions: int,
+    capacity: int | float = DEFAULT_CAPACITY,
+    proj_dim: int = PAPER_PROJ_DIM,
+) -> int:
+    """Bytes semzoo's table allocates: one table of `capacity` entries for SEM and for SAEM.
+
+    Equals `make_episodic_memory(kind, ...).nbytes`; SAEM keys add 2 bytes per agent.
+    """
+    n_entries = _check(kind, n_agents, n_actions, capacity, proj_dim)
+    if n_actions > ACTION_ID_LIMIT:
+        raise ValueError(f"n_actions={n_actions} exceeds the {ACTION_ID_LIMIT} action ids a SAEM key can hold")
+    words = sem_key_words(proj_dim) if kind == "sem" else saem_key_words(proj_dim, int(n_agents))
+    return table_nbytes(n_entries, words)
+
+
+def storage_comparison(
+    n_agents: int,
+    n_actions: int,
+    capacity: int | float = DEFAULT_CAPACITY,
+    proj_dim: int = PAPER_PROJ_DIM,
+) -> dict[str, int]:
+    """Bytes of SEM and SAEM in the paper's layout and in semzoo's, keyed `paper_sem` ... `semzoo_saem`."""
+    return {
+        f"{layout}_{kind}": fn(kind, n_agents, n_actions, capacity, proj_dim)
+        for layout, fn in (("paper", paper_storage_bytes), ("semzoo", semzoo_storage_bytes))
+        for kind in KINDS
+    }
