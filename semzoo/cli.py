@@ -206,6 +206,121 @@ def envs() -> None:
     typer.echo("  pz:mpe2.simple_spread_v3:parallel_env   MPE2 cooperative navigation (needs semzoo[mpe])")
 
 
+PAPER_SMAC_MAPS: dict[str, tuple[int, int, int]] = {
+    # map: (n_agents, n_actions, state_dim), SMAC's defaults (state_last_action on); used when semzoo.maps is absent
+    "1c3s5z": (9, 15, 270),
+    "2s_vs_1sc": (2, 7, 27),
+    "2s3z": (5, 11, 120),
+    "3s5z": (8, 14, 216),
+    "27m_vs_30m": (27, 36, 1170),
+    "2c_vs_64zg": (2, 70, 342),
+    "MMM2": (10, 18, 322),
+    "bane_vs_bane": (24, 30, 984),
+}
+"""The eight SMAC maps of the SEM paper's table, so memory-cost works without StarCraft installed."""
+PROJECTION_BYTES_PER_ENTRY = 8
+"""semzoo draws V as float64 (numpy's standard_normal) and projects in float64."""
+
+
+def _smac_facts(name: str) -> tuple[int, int, int] | None:
+    """(n_agents, n_actions, state_dim) of a SMAC map from semzoo.maps, else from PAPER_SMAC_MAPS; None if unknown."""
+    try:
+        from semzoo import maps
+    except ImportError:
+        maps = None
+    if maps is not None:
+        try:
+            m = maps.smac_map(name)
+            return m.n_agents, m.n_actions, m.state_dim
+        except ValueError:
+            pass
+    return PAPER_SMAC_MAPS.get(name)
+
+
+def _env_facts(env_id: str, env_args: dict[str, Any]) -> tuple[int, int, int]:
+    """(n_agents, n_actions, state_dim) of an env id, read from its CTDE adapter."""
+    from semzoo.registry import make_env
+    from semzoo.wrappers.ctde import CTDEEnv
+
+    kind, _, name = env_id.partition(":")
+    if kind == "smac" and not env_args and _smac_facts(name) is not None:
+        return _smac_facts(name)  # type: ignore[return-value]  # no StarCraft II needed
+    try:
+        ctde = CTDEEnv(make_env(env_id, **env_args))
+    except (ValueError, TypeError, ImportError) as err:
+        fail(str(err).splitlines()[0] if str(err) else repr(err), USAGE_ERROR)
+    try:
+        return ctde.n_agents, ctde.n_actions, ctde.state_dim
+    finally:
+        ctde.close()
+
+
+def _gb(n_bytes: int) -> str:
+    """Bytes as the paper's GB (1e9), exact for any Python int (36^27 tables do not fit a float's range)."""
+    from decimal import Decimal
+
+    from semzoo.memory.cost import GB
+
+    value = Decimal(n_bytes) / Decimal(GB)
+    return f"{value:.3g} GB" if value < Decimal(10) ** 6 else f"{value:.2e} GB"
+
+
+@app.command("memory-cost")
+def memory_cost(
+    target: Optional[str] = typer.Argument(None, help="A SMAC map (2c_vs_64zg, 27m_vs_30m, ...) or an env id "
+                                           "(matrix:climbing, pz:<module>:<factory>); or give --agents/--actions/--state-size."),
+    agents: Optional[int] = typer.Option(None, help="Number of agents n (instead of a map or env id)."),
+    actions: Optional[int] = typer.Option(None, help="Actions per agent |U| (instead of a map or env id)."),
+    state_size: Optional[int] = typer.Option(None, help="Global state size F (instead of a map or env id)."),
+    capacity: float = typer.Option(1e6, help="Entries per table |Q| (the paper: 1e6)."),
+    proj_dim: int = typer.Option(4, help="Random-projection size D (the paper: 4)."),
+    env_arg: list[str] = typer.Option([], help="KEY=VALUE passed to the env factory (VALUE parsed as JSON); repeatable."),
+) -> None:
+    """Storage of SEM and SAEM: the paper's layout (|U|^n tables for SAEM) next to what semzoo allocates."""
+    from semzoo.memory.cost import paper_n_tables, storage_comparison
+
+    explicit = {"--agents": agents, "--actions": actions, "--state-size": state_size}
+    given = [flag for flag, value in explicit.items() if value is not None]
+    if target is not None and given:
+        fail(f"got {target!r} and {', '.join(given)}: give a map or env id, or --agents/--actions/--state-size, not both",
+             USAGE_ERROR)
+    if target is None:
+        missing = [flag for flag, value in explicit.items() if value is None]
+        if missing:
+            fail(f"missing {', '.join(missing)}: give a map or env id (e.g. 2c_vs_64zg, matrix:climbing) "
+                 "or all of --agents, --actions, --state-size", USAGE_ERROR)
+        n_agents, n_actions, state_dim = int(agents), int(actions), int(state_size)  # type: ignore[arg-type]
+        source = "given"
+    elif ":" in target:
+        n_agents, n_actions, state_dim = _env_facts(target, parse_env_args(env_arg))
+        source = f"env {target}"
+    else:
+        facts = _smac_facts(target)
+        if facts is None:
+            known = ", ".join(PAPER_SMAC_MAPS)
+            fail(f"unknown map {target!r}: expected a SMAC map ({known}) or an env id such as matrix:climbing",
+                 USAGE_ERROR)
+        n_agents, n_actions, state_dim = facts
+        source = f"SMAC map {target}"
+    if state_dim <= 0:
+        fail(f"--state-size {state_dim}: expected a positive state size F", USAGE_ERROR)
+    try:
+        cost = storage_comparison(n_agents, n_actions, capacity=capacity, proj_dim=proj_dim)
+        saem_tables = paper_n_tables("saem", n_agents, n_actions)
+    except ValueError as err:
+        fail(f"{err} (check --agents, --actions, --capacity, --proj-dim)", USAGE_ERROR)
+    entries = int(capacity)
+    projection = proj_dim * state_dim * PROJECTION_BYTES_PER_ENTRY
+    tables = f"{n_actions}^{n_agents} = {saem_tables:,}" if saem_tables < 10**9 else f"{n_actions}^{n_agents} = {saem_tables:.2e}"
+    typer.echo(f"{source}: n = {n_agents} agents, |U| = {n_actions} actions, state size F = {state_dim}; "
+               f"|Q| = {entries:,} entries, D = {proj_dim}")
+    typer.echo(f"{'':6}{'paper layout':<52}semzoo (one table each)")
+    typer.echo(f"{'SEM':<6}{'1 table: ' + _gb(cost['paper_sem']):<52}{_gb(cost['semzoo_sem'])}  ({cost['semzoo_sem']:,} bytes)")
+    typer.echo(f"{'SAEM':<6}{tables + ' tables: ' + _gb(cost['paper_saem']):<52}{_gb(cost['semzoo_saem'])}  "
+               f"({cost['semzoo_saem']:,} bytes)")
+    typer.echo(f"projection V: D x F = {proj_dim} x {state_dim} float64 = {projection:,} bytes (shared by SEM and SAEM)")
+
+
 def main() -> None:
     app()
 

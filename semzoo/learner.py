@@ -81,6 +81,8 @@ class QLearner:
         self.params = list(agent.parameters()) + list(mixer.parameters())
         self.optimizer = torch.optim.RMSprop(self.params, lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps)
         self.updates = 0
+        self._last_hits = 0.0  # hit rate of the last episodic_target call (a diagnostic)
+        self._answered = torch.zeros(0, dtype=torch.bool)  # [B,T] steps whose E came from the table
 
     # ----- pieces shared with derived learners (WQMIX) -------------------------------------------------
 
@@ -108,7 +110,14 @@ class QLearner:
         return clean.reward + self.config.gamma * (1.0 - clean.terminated) * next_value_BT
 
     def episodic_target(self, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """E and the mask of steps where it applies ([B,T] each); E = y on a table miss (paper's rule)."""
+        """E and the mask of steps where the memory term applies ([B,T] each).
+
+        SEM:  E_t = r_t + gamma (1 - term_t) Q^S(phi(s_{t+1}))   (paper eq. 7); E_t = r_t after a real end.
+        SAEM: E_t = Q^SA(phi(s_t), u_t)                           (paper eq. 4).
+        On a table miss E_t = y_t (paper: max_u Q_tot(tau_{t+1}, u; theta^-) replaces Q^S(s_{t+1})).
+        The mask is every real step for miss_rule "target", and only the steps the memory answered
+        (hits, and SEM's terminal steps) for miss_rule "zero" (EMC).
+        """
         assert self.memory is not None
         mask = clean.mask.bool()
         if self.memory_kind == "sem":
@@ -129,7 +138,8 @@ class QLearner:
             self._last_hits = float(np.mean(hits)) if len(hits) else 0.0
             hit = self._scatter(hits, mask, y_BT).bool()
             e = torch.where(hit, self._scatter(values, mask, y_BT), y_BT)
-        applies = mask if self.memory_config.miss_rule == "target" else mask & hit
+        self._answered = mask & hit  # steps whose E came from the table (a diagnostic)
+        applies = mask if self.memory_config.miss_rule == "target" else self._answered
         return e, applies.float()
 
     @staticmethod
@@ -180,9 +190,13 @@ class QLearner:
             return td_loss, stats
         with torch.no_grad():
             e, e_mask = self.episodic_target(clean, y, next_value)
-        em_loss = self.masked_mean((q_tot - e) ** 2, e_mask)
+        # Normalised by all real steps, so miss_rule "zero" gives a missed step no memory loss
+        # instead of up-weighting the steps that hit.
+        em_loss = (((q_tot - e) ** 2) * e_mask).sum() / mask.sum().clamp(min=1.0)
         stats.update(loss_em=em_loss.item(), target_e=self.masked_mean(e, mask).item(),
                      memory_hit_rate=float(self._last_hits))
+        if self._answered.any():  # E where the table answered: the paper's E_s curve, without the y of misses
+            stats["target_e_hit"] = self.masked_mean(e, self._answered.float()).item()
         if lam == 0.0:  # the plain method, bit for bit
             return td_loss, stats
         if lam == 1.0:
