@@ -1,0 +1,277 @@
+"""The episodic-memory target inside the learner (paper eq. 4, 6, 7): hits, misses, ends, lambda, SAEM."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
+from semzoo.learner import CleanBatch, QLearner
+from semzoo.memory.episodic import EpisodicMemory, make_episodic_memory
+from semzoo.mixers.base import make_mixer
+from semzoo.nets import RNNAgent
+from semzoo.types import EpisodeBatch
+
+A, O, S, U, T = 2, 3, 4, 3, 5
+GAMMA = 0.9
+TABLE_VALUE = 100.0
+"""Far from any y a small random network produces, so E != y wherever the table answers."""
+
+
+def make_memory(kind: str = "sem") -> EpisodicMemory:
+    return make_episodic_memory(kind, state_dim=S, n_agents=A, capacity=1000, pending_size=10_000, gamma=GAMMA)
+
+
+def make_learner(memory: EpisodicMemory | None = None, *, lam: float = 0.1, miss_rule: str = "target",
+                 mixer: str = "qmix") -> QLearner:
+    """Same seed, same networks whatever the memory: learners differ only in their episodic part."""
+    torch.manual_seed(0)
+    agent = RNNAgent(obs_dim=O, n_agents=A, n_actions=U, hidden_dim=8)
+    mix = make_mixer(mixer, n_agents=A, state_dim=S, n_actions=U, config=MixerConfig(embed_dim=4, hypernet_dim=8))
+    learner = QLearner(agent=agent, mixer=mix, config=LearnerConfig(gamma=GAMMA),
+                       memory_config=MemoryConfig(lam=lam, miss_rule=miss_rule),  # type: ignore[arg-type]
+                       memory=memory, memory_kind=memory.kind if memory is not None else "none")
+    with torch.no_grad():  # a target network unlike the online one, so y is not trivially Q_tot
+        for p in learner.target_agent.parameters():
+            p.add_(0.1)
+    return learner
+
+
+def make_batch(lengths=(5, 3, 2), terminated_last=(True, False, False), pad_value: float = 0.0,
+               seed: int = 1) -> EpisodeBatch:
+    g = torch.Generator().manual_seed(seed)
+    b = len(lengths)
+    length = torch.tensor(lengths)
+    filled = torch.arange(T)[None] < length[:, None]
+    slot = torch.arange(T + 1)[None] <= length[:, None]
+    terminated = torch.zeros(b, T, dtype=torch.bool)
+    for i, (n, term) in enumerate(zip(lengths, terminated_last)):
+        terminated[i, n - 1] = term
+    return EpisodeBatch(
+        obs=torch.where(slot[..., None, None], torch.randn(b, T + 1, A, O, generator=g), pad_value),
+        state=torch.where(slot[..., None], torch.randn(b, T + 1, S, generator=g), pad_value),
+        avail=torch.ones(b, T + 1, A, U, dtype=torch.bool),
+        actions=torch.randint(0, U, (b, T, A), generator=g),
+        reward=torch.where(filled, torch.randn(b, T, generator=g), pad_value),
+        terminated=terminated, filled=filled, length=length,
+    )
+
+
+def targets(learner: QLearner, batch: EpisodeBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(y, E, mask of the memory term), each [B,T], through the learner's own pieces."""
+    clean = CleanBatch.from_batch(batch)
+    with torch.no_grad():
+        q = learner.agent_q(learner.agent, clean)
+        next_value = learner.next_value(clean, q)
+        y = learner.td_target(clean, next_value)
+        e, applies = learner.episodic_target(clean, y, next_value)
+    return y, e, applies
+
+
+def q_tot_of(learner: QLearner, batch: EpisodeBatch) -> torch.Tensor:
+    """Q_tot(tau_t, u_t) of the online networks, [B,T]."""
+    clean = CleanBatch.from_batch(batch)
+    q = learner.agent_q(learner.agent, clean)
+    chosen = q[:, :-1].gather(-1, clean.actions.unsqueeze(-1)).squeeze(-1)
+    return learner.mixer(chosen, clean.state[:, :-1]).squeeze(-1)
+
+
+def loss_and_grads(learner: QLearner, batch: EpisodeBatch) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    loss, _ = learner.compute_loss(batch)
+    learner.optimizer.zero_grad()
+    loss.backward()
+    return loss.detach().clone(), [p.grad.clone() for p in learner.params]
+
+
+def store_next_states(memory: EpisodicMemory, batch: EpisodeBatch, where_BT: torch.Tensor,
+                      values_BT: torch.Tensor | None = None) -> None:
+    """Write Q^S(s_{t+1}) for the steps in ``where`` (value TABLE_VALUE + t unless given)."""
+    if values_BT is None:
+        values_BT = TABLE_VALUE + torch.arange(T, dtype=torch.float32).expand(batch.batch_size, T)
+    memory.add(memory.keys(batch.state[:, 1:][where_BT]), values_BT[where_BT])
+
+
+# ----------------------------------------------------------------------------------------------- SEM
+
+
+def test_sem_target_on_a_hit_is_reward_plus_discounted_table_value():
+    batch = make_batch(terminated_last=(False, False, False))
+    memory = make_memory()
+    store_next_states(memory, batch, batch.filled)
+    learner = make_learner(memory)
+    y, e, applies = targets(learner, batch)
+    real = batch.filled
+    expected = batch.reward + torch.tensor(GAMMA) * (TABLE_VALUE + torch.arange(T, dtype=torch.float32))
+    assert torch.allclose(e[real], expected[real], rtol=0, atol=1e-5)
+    assert (e[real] - y[real]).abs().min() > 1.0  # the table, not the target network, set E
+    assert torch.equal(applies.bool(), real)
+
+
+def test_sem_target_on_a_miss_is_the_td_target():
+    batch = make_batch(terminated_last=(False, False, False))
+    learner = make_learner(make_memory())  # empty table: every lookup misses
+    y, e, applies = targets(learner, batch)
+    real = batch.filled
+    assert torch.equal(e[real], y[real])
+    assert torch.equal(applies.bool(), real)  # the paper's rule keeps the memory term on a miss
+
+
+def test_sem_mixes_hits_and_misses_step_by_step():
+    batch = make_batch(terminated_last=(False, False, False))
+    hit = batch.filled & (torch.arange(T)[None] % 2 == 0)
+    memory = make_memory()
+    store_next_states(memory, batch, hit)
+    y, e, _ = targets(make_learner(memory), batch)
+    miss = batch.filled & ~hit
+    assert torch.equal(e[miss], y[miss])
+    assert (e[hit] - y[hit]).abs().min() > 1.0
+
+
+def test_sem_target_after_a_real_end_is_the_reward_alone():
+    batch = make_batch(lengths=(5, 3, 2), terminated_last=(True, True, False))
+    memory = make_memory()
+    store_next_states(memory, batch, batch.filled)  # even the slot after the end is in the table
+    y, e, _ = targets(make_learner(memory), batch)
+    end = batch.terminated
+    assert torch.equal(e[end], batch.reward[end])
+    assert torch.equal(y[end], batch.reward[end])
+    truncated_end = torch.zeros_like(end)
+    truncated_end[2, 1] = True  # episode 2 hit the time limit: it bootstraps from the table
+    assert torch.allclose(e[truncated_end], batch.reward[truncated_end] + GAMMA * (TABLE_VALUE + 1), atol=1e-5)
+
+
+def test_miss_rule_zero_drops_missed_steps_from_the_memory_term():
+    batch = make_batch(lengths=(5, 3, 2), terminated_last=(True, False, False))
+    hit = batch.filled & ~batch.terminated & (torch.arange(T)[None] < 2)
+    memory = make_memory()
+    store_next_states(memory, batch, hit)
+    learner = make_learner(memory, lam=1.0, miss_rule="zero")
+    _, e, applies = targets(learner, batch)
+    answered = hit | batch.terminated  # after a real end E = r needs no table
+    assert torch.equal(applies.bool(), answered)
+
+    loss, _ = learner.compute_loss(batch)
+    with torch.no_grad():
+        q_tot = q_tot_of(learner, batch)
+    # sum over answered steps / number of real steps: a miss adds nothing and up-weights nothing
+    expected = ((q_tot - e) ** 2)[answered].sum() / batch.filled.sum()
+    assert torch.allclose(loss, expected, rtol=1e-6)
+
+
+def test_miss_rule_zero_with_an_empty_table_gives_no_memory_loss_or_gradient():
+    batch = make_batch(terminated_last=(False, False, False))
+    learner = make_learner(make_memory(), lam=1.0, miss_rule="zero")
+    loss, grads = loss_and_grads(learner, batch)
+    assert loss.item() == 0.0
+    assert all((g == 0).all() for g in grads)
+
+
+# ----------------------------------------------------------------------------------------------- lambda
+
+
+@pytest.mark.parametrize("kind", ["sem", "saem"])
+@pytest.mark.parametrize("mixer", ["vdn", "qmix"])
+def test_lambda_zero_is_the_plain_method_bit_for_bit(kind, mixer):
+    batch = make_batch()
+    memory = make_memory(kind)
+    if kind == "sem":
+        store_next_states(memory, batch, batch.filled)
+    else:
+        memory.add(memory.keys(batch.state[:, :-1][batch.filled], batch.actions[batch.filled]),
+                   torch.full((int(batch.filled.sum()),), TABLE_VALUE))
+    with_memory = make_learner(memory, lam=0.0, mixer=mixer)
+    plain = make_learner(None, mixer=mixer)
+    loss_m, grads_m = loss_and_grads(with_memory, batch)
+    loss_p, grads_p = loss_and_grads(plain, batch)
+    assert torch.equal(loss_m, loss_p)
+    assert all(torch.equal(gm, gp) for gm, gp in zip(grads_m, grads_p))
+    with_memory.train(batch)
+    plain.train(batch)
+    assert all(torch.equal(pm, pp) for pm, pp in zip(with_memory.params, plain.params))
+    assert with_memory.compute_loss(batch)[1]["loss_em"] > 0  # the memory was read, just not used
+
+
+def test_lambda_one_uses_the_episodic_target_alone():
+    batch = make_batch()
+    memory = make_memory()
+    store_next_states(memory, batch, batch.filled)
+    learner = make_learner(memory, lam=1.0)
+    _, e, _ = targets(learner, batch)
+    loss, stats = learner.compute_loss(batch)
+    with torch.no_grad():
+        q_tot = q_tot_of(learner, batch)
+    real = batch.filled
+    assert torch.allclose(loss, ((q_tot - e) ** 2)[real].mean(), rtol=1e-6)
+    assert abs(loss.item() - stats["loss_td"]) > 1.0
+    # every step is answered by the table (or ends), so the target network no longer matters
+    with torch.no_grad():
+        for p in learner.target_mixer.parameters():
+            p.mul_(3.0)
+    assert torch.equal(learner.compute_loss(batch)[0], loss)
+
+
+def test_loss_blends_td_and_memory_terms_with_lambda():
+    batch = make_batch()
+    memory = make_memory()
+    store_next_states(memory, batch, batch.filled & (torch.arange(T)[None] < 2))
+    learner = make_learner(memory, lam=0.3)
+    loss, stats = learner.compute_loss(batch)
+    assert loss.item() == pytest.approx(0.7 * stats["loss_td"] + 0.3 * stats["loss_em"], rel=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------- SAEM
+
+
+def test_saem_tells_two_joint_actions_in_the_same_state_apart():
+    batch = make_batch(lengths=(2, 2), terminated_last=(True, True))
+    batch.state[1] = batch.state[0]  # the same states ...
+    batch.actions[0, 0] = torch.tensor([0, 1])
+    batch.actions[1, 0] = torch.tensor([1, 0])  # ... different joint actions at t = 0
+    memory = make_memory("saem")
+    memory.add(memory.keys(batch.state[:, 0], batch.actions[:, 0]), torch.tensor([5.0, -3.0]))
+    learner = make_learner(memory, lam=0.5)
+    y, e, _ = targets(learner, batch)
+    assert e[0, 0].item() == 5.0 and e[1, 0].item() == -3.0  # E = Q^SA(s_t, u_t), no reward added
+    assert torch.equal(e[:, 1], y[:, 1])  # (s_1, u_1) is not stored: a miss gives y
+
+
+# ----------------------------------------------------------------------------------------------- padding
+
+
+class RecordingMemory:
+    """Wraps a memory and records every query (a query counts as an access for LFU eviction)."""
+
+    def __init__(self, memory: EpisodicMemory) -> None:
+        self.memory, self.kind, self.queried = memory, memory.kind, []
+
+    def query(self, states, actions=None):
+        self.queried.append(np.asarray(states).copy())
+        return self.memory.query(states, actions)
+
+
+@pytest.mark.parametrize("kind", ["sem", "saem"])
+def test_padding_is_never_queried(kind):
+    batch = make_batch(lengths=(5, 3, 2), terminated_last=(True, False, False), pad_value=7.0)
+    recorder = RecordingMemory(make_memory(kind))
+    learner = make_learner(recorder, lam=0.5)  # type: ignore[arg-type]
+    learner.compute_loss(batch)
+    (queried,) = recorder.queried
+    if kind == "sem":  # s_{t+1} of real, non-terminal steps
+        expected = batch.state[:, 1:][batch.filled & ~batch.terminated]
+    else:  # s_t of real steps
+        expected = batch.state[:, :-1][batch.filled]
+    assert queried.shape == tuple(expected.shape)
+    assert np.array_equal(queried, expected.numpy())
+    assert not (queried == 7.0).any()
+
+
+def test_padding_that_matches_a_stored_state_changes_nothing():
+    stored = torch.full((S,), 3.0)
+    memory = make_memory()
+    memory.add(memory.keys(stored[None]), torch.tensor([TABLE_VALUE]))
+    learner = make_learner(memory, lam=0.5)
+    ref = loss_and_grads(learner, make_batch(pad_value=0.0))
+    padded = loss_and_grads(learner, make_batch(pad_value=3.0))  # padding states equal the stored one
+    assert torch.equal(ref[0], padded[0])
+    assert all(torch.equal(a, b) for a, b in zip(ref[1], padded[1]))
