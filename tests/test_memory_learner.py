@@ -275,3 +275,31 @@ def test_padding_that_matches_a_stored_state_changes_nothing():
     padded = loss_and_grads(learner, make_batch(pad_value=3.0))  # padding states equal the stored one
     assert torch.equal(ref[0], padded[0])
     assert all(torch.equal(a, b) for a, b in zip(ref[1], padded[1]))
+
+
+# ----------------------------------------------------------------------------------------------- Trainer
+
+
+def test_sem_run_logs_the_memory_diagnostics_and_the_three_targets(tmp_path):
+    """Enough to draw the paper's figure "comparison among different targets" (y, E, Q_tot over training)."""
+    from semzoo.config import ExplorationConfig, TrainConfig
+    from semzoo.train import read_metrics, train
+
+    config = TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=400, seed=0, n_envs=8, out=str(tmp_path),
+                         test_episodes=8, test_interval=10**9, log_interval=100, device="cpu",
+                         exploration=ExplorationConfig(epsilon_anneal_steps=200),
+                         learner=LearnerConfig(batch_size=8, buffer_size=64),
+                         memory=MemoryConfig(lam=0.5, pending_size=32, capacity=1000))
+    run_dir, _ = train(config)
+    rows = read_metrics(run_dir)
+    by_name: dict[str, list[float]] = {}
+    for row in rows:
+        by_name.setdefault(row["name"], []).append(row["value"])
+    for name in ("memory_entries", "memory_bytes", "memory_hit_rate", "target_y", "target_e", "target_e_hit",
+                 "q_tot", "loss_td", "loss_em"):
+        assert len(by_name.get(name, [])) >= 2, f"{name} logged {len(by_name.get(name, []))} times"
+    # the two-step game has 3 non-final states (1, 2A, 2B): all of them are in the table after a few flushes
+    assert by_name["memory_entries"][-1] == 3
+    assert by_name["memory_bytes"][-1] > 0
+    assert by_name["memory_hit_rate"][-1] == 1.0  # every s_{t+1} of a non-final step is 2A or 2B
+    assert all(np.isfinite(v) for name in ("target_y", "target_e", "q_tot") for v in by_name[name])

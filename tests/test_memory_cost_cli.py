@@ -1,0 +1,95 @@
+"""`semzoo memory-cost`: the paper's storage numbers, semzoo's allocation, and one-line errors."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from semzoo.cli import app
+from semzoo.memory.episodic import make_episodic_memory
+
+runner = CliRunner()
+PAPER_MAPS = ("1c3s5z", "2s_vs_1sc", "2s3z", "3s5z", "27m_vs_30m", "2c_vs_64zg", "MMM2", "bane_vs_bane")
+
+
+def invoke(*args: str):
+    return runner.invoke(app, ["memory-cost", *args])
+
+
+def row(output: str, kind: str) -> str:
+    (line,) = [ln for ln in output.splitlines() if ln.startswith(kind + " ")]
+    return line
+
+
+def test_paper_numbers_for_2c_vs_64zg():
+    """Paper sec. 6: SEM 0.029 GB; SAEM 142 GB for 70^2 tables."""
+    result = invoke("2c_vs_64zg")
+    assert result.exit_code == 0, result.output
+    assert "n = 2 agents, |U| = 70 actions, state size F = 342" in result.output
+    assert "1 table: 0.029 GB" in row(result.output, "SEM")
+    assert "70^2 = 4,900 tables: 142 GB" in row(result.output, "SAEM")
+
+
+def test_paper_numbers_for_27m_vs_30m():
+    """Paper sec. 6: 36^27 ~ 1e42 tables, 3e40 GB."""
+    result = invoke("27m_vs_30m")
+    assert result.exit_code == 0, result.output
+    saem = row(result.output, "SAEM")
+    assert "36^27 = 1.05e+42 tables" in saem
+    gb = float(re.search(r"tables: (\S+) GB", saem).group(1))
+    assert 2.5e40 < gb < 3.5e40
+
+
+@pytest.mark.parametrize("name", PAPER_MAPS)
+def test_every_map_of_the_paper_works_without_starcraft(name):
+    result = invoke(name)
+    assert result.exit_code == 0, result.output
+    assert f"SMAC map {name}" in result.output
+
+
+def test_semzoo_column_is_what_a_built_table_allocates():
+    result = invoke("--agents", "3", "--actions", "5", "--state-size", "10", "--capacity", "2000", "--proj-dim", "6")
+    assert result.exit_code == 0, result.output
+    for kind in ("sem", "saem"):
+        nbytes = make_episodic_memory(kind, state_dim=10, n_agents=3, capacity=2000, proj_dim=6).nbytes
+        assert f"({nbytes:,} bytes)" in row(result.output, kind.upper())
+    assert "5^3 = 125 tables" in row(result.output, "SAEM")
+    assert "D x F = 6 x 10 float64 = 480 bytes" in result.output
+
+
+def test_env_id_is_read_through_the_ctde_adapter():
+    result = invoke("matrix:two_step")
+    assert result.exit_code == 0, result.output
+    assert "n = 2 agents, |U| = 2 actions, state size F = 4" in result.output
+    assert "2^2 = 4 tables" in row(result.output, "SAEM")
+
+
+def test_capacity_accepts_scientific_notation():
+    result = invoke("2s3z", "--capacity", "1e4")
+    assert result.exit_code == 0, result.output
+    assert "|Q| = 10,000 entries" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("not_a_map",), "unknown map 'not_a_map'"),
+        (("nope:thing",), "unknown env id 'nope:thing'"),
+        (("2s3z", "--agents", "3"), "not both"),
+        (("--agents", "3"), "missing --actions, --state-size"),
+        ((), "missing --agents, --actions, --state-size"),
+        (("--agents", "0", "--actions", "3", "--state-size", "4"), "n_agents=0"),
+        (("--agents", "2", "--actions", "3", "--state-size", "0"), "--state-size 0"),
+        (("2s3z", "--capacity", "1.5"), "capacity=1.5"),
+        (("2s3z", "--proj-dim", "0"), "proj_dim=0"),
+    ],
+)
+def test_bad_input_is_a_one_line_usage_error(args, needle):
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    text = result.output.strip()
+    assert needle in text
+    assert "Traceback" not in text
+    assert len(text.splitlines()) == 1, text

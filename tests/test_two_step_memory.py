@@ -1,0 +1,66 @@
+"""Does episodic memory help? SEM-VDN reaches the two-step game's optimum 8 where VDN settles on 7.
+
+Settings are those of scripts/two_step_lambda.py and docs/memory.md ("Does memory help?"):
+uniform exploration (epsilon = 1, the QMIX paper's setting for this game), 4000 env steps, lr 1e-3,
+|M| = 100 env steps. Under uniform data VDN's best value in state 2B is 6.5 < 7 (closed form below),
+so VDN's agent 0 picks 2A; SEM's target for 2B is (1 - lambda) 6.5 + lambda 8, above 7 once
+lambda > 1/3.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from semzoo import make_env
+from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, TrainConfig
+from semzoo.train import Trainer
+
+STEPS = 4000
+PENDING_SIZE = 100  # 50 two-step episodes between table updates; 5000 would update it once, at the end
+SEM_LAMBDA = 0.5
+SEEDS = range(10)
+
+
+def two_step_config(lam: float, seed: int) -> TrainConfig:
+    return TrainConfig(env="matrix:two_step", algo="sem-vdn", steps=STEPS, seed=seed, n_envs=8, test_episodes=8,
+                       test_interval=10**9, log_interval=10**9, device="cpu",
+                       exploration=ExplorationConfig(epsilon_start=1.0, epsilon_finish=1.0),
+                       learner=LearnerConfig(lr=1e-3, batch_size=32, buffer_size=500, target_update_episodes=50),
+                       memory=MemoryConfig(lam=lam, pending_size=PENDING_SIZE, capacity=1000))
+
+
+def greedy_return(lam: float, seed: int) -> float:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny networks: extra threads only contend
+    trainer = Trainer(two_step_config(lam, seed))
+    try:
+        return trainer.run()["test_return_mean"]
+    finally:
+        trainer.close()
+        torch.set_num_threads(threads)
+
+
+def test_closed_form_threshold_is_one_third():
+    payoff = np.asarray(make_env("matrix:two_step").payoff, float)
+    table_2b = payoff[1]
+    fit = table_2b.mean(axis=1)[:, None] + table_2b.mean(axis=0)[None, :] - table_2b.mean()
+    assert fit.max() == 6.5 and np.argmax(fit) == np.argmax(table_2b)  # greedy in 2B is right, its value is low
+    lam_star = (payoff[0].max() - fit.max()) / (table_2b.max() - fit.max())
+    assert lam_star == pytest.approx(1 / 3)
+    assert SEM_LAMBDA > lam_star
+
+
+def test_sem_vdn_reaches_8_where_vdn_settles_on_7():
+    """One seed of the study (lambda = 0 is VDN bit for bit)."""
+    assert greedy_return(0.0, seed=0) == 7.0
+    assert greedy_return(SEM_LAMBDA, seed=0) == 8.0
+
+
+@pytest.mark.long
+def test_sem_vdn_reaches_8_on_every_seed_and_vdn_on_none():
+    vdn = [greedy_return(0.0, seed) for seed in SEEDS]
+    sem = [greedy_return(SEM_LAMBDA, seed) for seed in SEEDS]
+    assert vdn == [7.0] * len(SEEDS)
+    assert sem == [8.0] * len(SEEDS)
