@@ -111,7 +111,8 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
     def world_state(s: Any) -> jax.Array:
         """Normalised SMAX world state [(4 + n_types) * n_units + 2 * n_units], every entry in [0, 1]."""
         health = s.unit_health / env.unit_type_health[s.unit_types]
-        pos = s.unit_positions / map_size
+        # Collision pushes can leave a unit just outside the map until the next world step kills it.
+        pos = jnp.clip(s.unit_positions / map_size, 0.0, 1.0)
         cooldown = jnp.clip(s.unit_weapon_cooldowns / env.unit_type_weapon_cooldowns[s.unit_types], 0.0, 1.0)
         onehot = jax.nn.one_hot(s.unit_types, n_types)
         per_unit = jnp.concatenate([health[:, None], pos, cooldown[:, None], onehot], axis=-1)
@@ -156,7 +157,8 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         allies_dead = ~jnp.any(alive[:n_allies])
         enemies_dead = ~jnp.any(alive[n_allies:])
         terminated = allies_dead | enemies_dead
-        truncated = next_state.state.done & ~terminated
+        # SMAX's own done flag comes one step late (it tests the limit before counting the step).
+        truncated = (next_state.state.step >= episode_limit) & ~terminated
         won = enemies_dead & ~allies_dead
         reward = rewards[env.agents[0]].astype(jnp.float32)
         dead_allies = jnp.sum(~alive[:n_allies])
