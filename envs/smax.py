@@ -69,8 +69,9 @@ def available_maps() -> list[str]:
 class _Core:
     """One compiled SMAX configuration shared by every env instance with the same key.
 
-    reset(key) -> carry;  step(carry, actions_A) -> (carry, reward, terminated, truncated, won, dead_allies,
-    dead_enemies);  observe(carry) -> (obs_AO, state_S, avail_AU, alive_A). v* are vmapped over N envs.
+    observation = (obs_AO, state_S, avail_AU, alive_A);  reset(key) -> (carry, observation);
+    step(carry, actions_A) -> (carry, observation, (reward, terminated, truncated, won, dead_allies,
+    dead_enemies)). vreset / vstep are the same over N envs (one dispatch per call).
     """
 
     env: Any
@@ -83,10 +84,8 @@ class _Core:
     unit_types: tuple[str, ...] | None
     reset: Callable[..., Any]
     step: Callable[..., Any]
-    observe: Callable[..., Any]
     vreset: Callable[..., Any]
     vstep: Callable[..., Any]
-    vobserve: Callable[..., Any]
 
 
 _CORES: dict[tuple[Any, ...], _Core] = {}
@@ -165,7 +164,15 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         dead_enemies = jnp.sum(~alive[n_allies:])
         return strong((next_state, key)), reward, terminated, truncated, won, dead_allies, dead_enemies
 
-    def vstep(carry_N: Any, actions_NA: jax.Array, frozen_N: jax.Array) -> tuple[Any, ...]:
+    def reset_and_observe(key: jax.Array) -> tuple[Any, Any]:
+        carry = reset(key)
+        return carry, observe(carry)
+
+    def step_and_observe(carry: Any, actions_A: jax.Array) -> tuple[Any, Any, Any]:
+        carry, *out = step(carry, actions_A)
+        return carry, observe(carry), tuple(out)
+
+    def vstep(carry_N: Any, actions_NA: jax.Array, frozen_N: jax.Array) -> tuple[Any, Any, Any]:
         """Step N envs; a frozen (finished) env keeps its carry and reports nothing."""
         new_carry, reward, term, trunc, won, dead_a, dead_e = jax.vmap(step)(carry_N, actions_NA)
 
@@ -175,7 +182,8 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
 
         carry = jax.tree.map(keep, new_carry, carry_N)
         live = ~frozen_N
-        return carry, reward * live, term & live, trunc & live, won & live, dead_a, dead_e
+        flags = (reward * live, term & live, trunc & live, won & live, dead_a, dead_e)
+        return carry, jax.vmap(observe)(carry), flags
 
     probe = jax.eval_shape(lambda k: observe(reset(k)), jax.random.PRNGKey(0))
     return _Core(
@@ -187,12 +195,10 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         state_dim=int(probe[1].shape[-1]),
         episode_limit=episode_limit,
         unit_types=unit_types,
-        reset=jax.jit(reset),
-        step=jax.jit(step),
-        observe=jax.jit(observe),
-        vreset=jax.jit(jax.vmap(reset)),
+        reset=jax.jit(reset_and_observe),
+        step=jax.jit(step_and_observe),
+        vreset=jax.jit(jax.vmap(reset_and_observe)),
         vstep=jax.jit(vstep),
-        vobserve=jax.jit(jax.vmap(observe)),
     )
 
 
@@ -248,12 +254,12 @@ class SMAXEnv:
         self._key = jax.random.PRNGKey(seed)
         self._carry = None  # the next reset starts from this key, not from the last episode's stream
 
-    def reset(self) -> tuple[list[np.ndarray], np.ndarray]:
+    def reset(self) -> tuple[np.ndarray, np.ndarray]:
         """Start a battle; returns (obs list, state) like SMAC."""
         if self._carry is not None:
             self._key = self._carry[1]  # continue the key stream of the last episode
-        self._carry = self._core.reset(self._key)
-        self._observe()
+        self._carry, observation = self._core.reset(self._key)
+        self._set_arrays(observation)
         self._done = False
         return self.get_obs(), self.get_state()
 
@@ -277,9 +283,10 @@ class SMAXEnv:
                 f"agent {agent} cannot take action {int(actions_A[agent])}; "
                 f"available: {np.flatnonzero(self._arrays.avail[agent]).tolist()}"
             )
-        self._carry, *out = self._core.step(self._carry, jax.numpy.asarray(actions_A, dtype=jax.numpy.int32))
-        reward, terminated, truncated, won, dead_allies, dead_enemies = jax.device_get(out)
-        self._observe()
+        self._carry, observation, flags = self._core.step(self._carry, jnp.asarray(actions_A, dtype=jnp.int32))
+        observation, flags = jax.device_get((observation, flags))
+        reward, terminated, truncated, won, dead_allies, dead_enemies = flags
+        self._set_arrays(observation)
         info: dict[str, Any] = {
             "battle_won": bool(won),
             "dead_allies": int(dead_allies),
@@ -295,17 +302,17 @@ class SMAXEnv:
             self.battles_won += int(won)
         return float(reward), done, info
 
-    def _observe(self) -> None:
-        obs, state, avail, alive = jax.device_get(self._core.observe(self._carry))
-        self._arrays = CTDEArrays(obs=np.asarray(obs), state=np.asarray(state), avail=avail, alive=alive)
+    def _set_arrays(self, observation: Any) -> None:
+        self._arrays = _writable_arrays(observation)
 
     def _arrays_or_raise(self) -> CTDEArrays:
         if self._arrays is None:
             raise RuntimeError("SMAXEnv has no observation yet; call reset() first")
         return self._arrays
 
-    def get_obs(self) -> list[np.ndarray]:
-        return list(self._arrays_or_raise().obs)
+    def get_obs(self) -> np.ndarray:
+        """All agents' observations [A, O] (SMAC returns a list of [O] arrays; this indexes the same)."""
+        return self._arrays_or_raise().obs
 
     def get_obs_agent(self, agent_id: int) -> np.ndarray:
         return self._arrays_or_raise().obs[agent_id]
@@ -319,8 +326,9 @@ class SMAXEnv:
     def get_state_size(self) -> int:
         return self._core.state_dim
 
-    def get_avail_actions(self) -> list[list[int]]:
-        return self._arrays_or_raise().avail.astype(np.int64).tolist()
+    def get_avail_actions(self) -> np.ndarray:
+        """Available actions [A, U] as 0/1 ints (SMAC returns nested lists; this indexes the same)."""
+        return self._arrays_or_raise().avail.astype(np.int64)
 
     def get_avail_agent_actions(self, agent_id: int) -> list[int]:
         return self._arrays_or_raise().avail[agent_id].astype(np.int64).tolist()
@@ -394,9 +402,9 @@ class SMAXVecEnv:
             keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(base, base + self.n_envs))
         else:
             keys = self._carry[1]
-        self._carry = self._core.vreset(keys)
+        self._carry, observation = self._core.vreset(keys)
         self._frozen_N = np.zeros(self.n_envs, dtype=bool)
-        self._arrays = self._observe()
+        self._arrays = self._to_arrays(observation)
         return self._arrays
 
     def step(
@@ -414,9 +422,12 @@ class SMAXVecEnv:
             raise TypeError(f"actions must be integers, got dtype {actions_NA.dtype}")
         self._check_legal(actions_NA)
         frozen = jnp.asarray(self._frozen_N)
-        self._carry, *out = self._core.vstep(self._carry, jnp.asarray(actions_NA, dtype=jnp.int32), frozen)
-        reward, terminated, truncated, won, _, _ = jax.device_get(out)
-        self._arrays = self._observe()
+        self._carry, observation, flags = self._core.vstep(
+            self._carry, jnp.asarray(actions_NA, dtype=jnp.int32), frozen
+        )
+        observation, flags = jax.device_get((observation, flags))
+        reward, terminated, truncated, won, _, _ = flags
+        self._arrays = self._to_arrays(observation)
         self._frozen_N = self._frozen_N | terminated | truncated
         info = {"battle_won": np.asarray(won, dtype=bool)}
         return (
@@ -440,13 +451,18 @@ class SMAXVecEnv:
                 f"available: {np.flatnonzero(self._arrays.avail[env_i, agent]).tolist()}"
             )
 
-    def _observe(self) -> CTDEArrays:
-        obs, state, avail, alive = jax.device_get(self._core.vobserve(self._carry))
-        return CTDEArrays(obs=np.asarray(obs), state=np.asarray(state), avail=np.asarray(avail), alive=alive)
+    def _to_arrays(self, observation: Any) -> CTDEArrays:
+        return _writable_arrays(observation)
 
     def close(self) -> None:
         self._carry = None
         self._arrays = None
+
+
+def _writable_arrays(observation: Any) -> CTDEArrays:
+    """Host copies (arrays from jax.device_get are read-only views) of (obs, state, avail, alive)."""
+    obs, state, avail, alive = (np.array(x) for x in jax.device_get(observation))
+    return CTDEArrays(obs=obs, state=state, avail=avail, alive=alive)
 
 
 def parallel_env(
