@@ -231,7 +231,10 @@ SOAK_CASES = [
 
 @pytest.mark.parametrize(("map_name", "n_episodes"), SOAK_CASES)
 def test_soak_random_episodes_stay_legal_finite_and_in_bounds(map_name, n_episodes):
-    """Random episodes in the vectorized env, SOAK_ENVS at a time: 1000 on 3m (100 on 2s3z, 3s5z) by default; 1000 per map with -m long."""
+    """Random episodes in the vectorized env, SOAK_ENVS at a time.
+
+    Default suite: 1000 on 3m, 100 on 2s3z and 3s5z; with -m long: 1000 on 2s3z, 3s5z, 27m_vs_30m.
+    """
     vec = SMAXVecEnv(map_name, SOAK_ENVS)
     rng = np.random.default_rng(0)
     episodes = 0
