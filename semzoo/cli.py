@@ -220,35 +220,19 @@ def envs() -> None:
     typer.echo("  pz:mpe2.simple_spread_v3:parallel_env   MPE2 cooperative navigation (extra semzoo[mpe])")
 
 
-PAPER_SMAC_MAPS: dict[str, tuple[int, int, int]] = {
-    # map: (n_agents, n_actions, state_dim), SMAC's defaults (state_last_action on); used when semzoo.maps is absent
-    "1c3s5z": (9, 15, 270),
-    "2s_vs_1sc": (2, 7, 27),
-    "2s3z": (5, 11, 120),
-    "3s5z": (8, 14, 216),
-    "27m_vs_30m": (27, 36, 1170),
-    "2c_vs_64zg": (2, 70, 342),
-    "MMM2": (10, 18, 322),
-    "bane_vs_bane": (24, 30, 984),
-}
-"""The eight SMAC maps of the SEM paper's table, so memory-cost works without StarCraft installed."""
 PROJECTION_BYTES_PER_ENTRY = 8
 """semzoo draws V as float64 (numpy's standard_normal) and projects in float64."""
 
 
 def _smac_facts(name: str) -> tuple[int, int, int] | None:
-    """(n_agents, n_actions, state_dim) of a SMAC map from semzoo.maps, else from PAPER_SMAC_MAPS; None if unknown."""
+    """(n_agents, n_actions, state_dim) of a SMAC map from semzoo.maps (no StarCraft needed); None if unknown."""
+    from semzoo import maps
+
     try:
-        from semzoo import maps
-    except ImportError:
-        maps = None
-    if maps is not None:
-        try:
-            m = maps.smac_map(name)
-            return m.n_agents, m.n_actions, m.state_dim
-        except ValueError:
-            pass
-    return PAPER_SMAC_MAPS.get(name)
+        m = maps.smac_map(name)
+    except maps.UnknownMapError:
+        return None
+    return m.n_agents, m.n_actions, m.state_dim
 
 
 def _env_facts(env_id: str, env_args: dict[str, Any]) -> tuple[int, int, int]:
@@ -311,9 +295,10 @@ def memory_cost(
     else:
         facts = _smac_facts(target)
         if facts is None:
-            known = ", ".join(PAPER_SMAC_MAPS)
-            fail(f"unknown map {target!r}: expected a SMAC map ({known}) or an env id such as matrix:climbing",
-                 USAGE_ERROR)
+            from semzoo.maps import PAPER_MAPS
+
+            fail(f"unknown map {target!r}: expected a SMAC map (the paper's: {', '.join(PAPER_MAPS)}; "
+                 "`semzoo envs` lists all) or an env id such as matrix:climbing", USAGE_ERROR)
         n_agents, n_actions, state_dim = facts
         source = f"SMAC map {target}"
     if state_dim <= 0:
