@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any, NoReturn, Optional
 
@@ -27,6 +29,7 @@ app = typer.Typer(
 
 USAGE_ERROR = 2
 DOMAIN_ERROR = 1
+DEFAULT_STEPS = 20_000
 
 
 def fail(message: str, code: int = DOMAIN_ERROR) -> NoReturn:
@@ -57,39 +60,47 @@ def _build(factory: Callable[..., Any], **kwargs: Any) -> Any:
 
 
 class _Progress:
-    """A rich progress bar on a terminal; plain log lines every ~10 % otherwise."""
+    """A rich progress bar on a terminal (env steps, steps/s, ETA, last test figure); plain lines every ~10 % otherwise."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, *, start: int = 0, label: str = "train") -> None:
         self.total = max(total, 1)
+        self.start = start
+        self.label = label
         self.started = time.perf_counter()
         self.interactive = sys.stderr.isatty()
-        self._next_line = 0.0
+        self._next_line = start
         self._bar = None
         if self.interactive:
+            from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-            self._bar = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} steps"),
-                                 TextColumn("{task.fields[rate]:,.0f} steps/s"), TimeElapsedColumn(), TimeRemainingColumn(),
-                                 TextColumn("{task.fields[test]}"), transient=False)
-            self._task = self._bar.add_task("train", total=self.total, rate=0.0, test="")
+            self._bar = Progress(TextColumn(f"[bold]{label}"), BarColumn(),
+                                 TextColumn("{task.completed:,}/{task.total:,} steps"),
+                                 TextColumn("{task.fields[rate]:,.0f} steps/s"), TimeElapsedColumn(), TextColumn("ETA"),
+                                 TimeRemainingColumn(), TextColumn("{task.fields[test]}"),
+                                 console=Console(stderr=True), transient=False)
+            self._task = self._bar.add_task(label, total=self.total, completed=min(start, self.total), rate=0.0,
+                                            test="")
             self._bar.start()
 
     @staticmethod
     def _test_text(info: dict[str, Any]) -> str:
         if "test_win_rate" in info:
-            return f"test win {info['test_win_rate']:.2f}"
+            return f"test win rate {info['test_win_rate']:.2f}"
         if "test_return_mean" in info:
-            return f"test return {info['test_return_mean']:.2f}"
+            return f"test return {info['test_return_mean']:.3f}"
         return ""
 
     def __call__(self, info: dict[str, Any]) -> None:
         steps = info["env_steps"]
-        rate = steps / max(time.perf_counter() - self.started, 1e-9)
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        rate = (steps - self.start) / elapsed
         if self._bar is not None:
             self._bar.update(self._task, completed=min(steps, self.total), rate=rate, test=self._test_text(info))
         elif steps >= self._next_line:
-            typer.echo(f"[train] {steps:,}/{self.total:,} steps  {rate:,.0f} steps/s  eps {info['epsilon']:.3f}  "
-                       f"{self._test_text(info)}".rstrip(), err=True)
+            eta = (self.total - steps) / rate if rate > 0 else float("nan")
+            typer.echo(f"[{self.label}] {steps:,}/{self.total:,} steps  {rate:,.0f} steps/s  ETA {eta:,.0f} s  "
+                       f"eps {info['epsilon']:.3f}  {self._test_text(info)}".rstrip(), err=True)
             self._next_line = steps + self.total / 10
 
     def close(self) -> None:
@@ -97,11 +108,17 @@ class _Progress:
             self._bar.stop()
 
 
+def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
+    for w in caught:
+        typer.echo(f"Warning: {w.message}", err=True)
+
+
 @app.command()
 def train(
     env: str = typer.Option("matrix:two_step", help="Environment id: matrix:<game>, smax:<map>, smac:<map>, pz:<module>:<factory>."),
     algo: str = typer.Option("sem-qmix", help="vdn, qmix, qplex, cw-qmix, ow-qmix, or sem-/saem-<mixer>."),
-    steps: int = typer.Option(20_000, help="Environment steps to train for."),
+    steps: Optional[int] = typer.Option(None, help="Environment steps to train for (default 20000); with --resume, "
+                                        "the new total (the run is extended)."),
     seed: int = typer.Option(0, help="Seed of networks, exploration, replay sampling, envs and the random projection."),
     out: str = typer.Option("runs", help="Parent folder of the run directory."),
     run_name: Optional[str] = typer.Option(None, help="Run directory name (default <env>_<algo>_seed<seed>)."),
@@ -135,16 +152,18 @@ def train(
     memory_capacity: int = typer.Option(1_000_000, help="Episodic table entries |Q^S|."),
     pending_size: int = typer.Option(5000, help="Env steps |M| gathered between table updates."),
     miss_rule: str = typer.Option("target", help="On a table miss: 'target' (E = y, the paper) or 'zero' (EMC)."),
-    resume: Optional[str] = typer.Option(None, help="Continue the run in this run directory from its last checkpoint."),
+    resume: Optional[str] = typer.Option(None, help="Continue the run in this run directory from its last checkpoint "
+                                         "(its config.json is used; only --steps, --tensorboard apply)."),
+    tensorboard: bool = typer.Option(True, help="Also write TensorBoard events (when tensorboard is installed)."),
 ) -> None:
-    """Train an algorithm on an environment; metrics go to <out>/<run>/metrics.csv."""
+    """Train an algorithm on an environment; writes <out>/<run>/ (config.json, metrics.csv, checkpoints/)."""
     from semzoo.train import train as run_training
 
     if resume is not None:
-        _resume(resume)
+        _resume(resume, steps, tensorboard)
         return
     config = _build(
-        TrainConfig, env=env, env_args=parse_env_args(env_arg), algo=algo, steps=steps, seed=seed, out=out,
+        TrainConfig, env=env, env_args=parse_env_args(env_arg), algo=algo, steps=DEFAULT_STEPS if steps is None else steps, seed=seed, out=out,
         run_name=run_name, device=device, n_envs=n_envs, episode_limit=episode_limit, test_interval=test_interval,
         test_episodes=test_episodes, log_interval=log_interval, save_interval=save_interval,
         agent=_build(AgentConfig, hidden_dim=hidden_dim),
@@ -159,11 +178,14 @@ def train(
     _check_env(config)
     progress = _Progress(config.steps)
     try:
-        run_dir, result = run_training(config, progress=progress)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run_dir, result = run_training(config, progress=progress, tensorboard=tensorboard)
     except (ValueError, TypeError) as err:
         fail(str(err))
     finally:
         progress.close()
+    _echo_warnings(caught)
     _report(config, run_dir, result)
 
 
@@ -177,12 +199,20 @@ def _check_env(config: TrainConfig) -> None:
         fail(str(err).splitlines()[0] if str(err) else repr(err), USAGE_ERROR)
 
 
-def _report(config: TrainConfig, run_dir: Any, result: dict[str, float]) -> None:
+def _optimum(config: TrainConfig) -> float | None:
     from semzoo.registry import make_env
 
+    env = make_env(config.env, **config.env_args)
+    try:
+        return getattr(env, "optimal_return", None)
+    finally:
+        env.close()
+
+
+def _report(config: TrainConfig, run_dir: Any, result: dict[str, float]) -> None:
     typer.echo(f"run directory: {run_dir}")
     line = f"{config.algo} on {config.env} after {config.steps:,} steps: greedy return {result['test_return_mean']:.3f}"
-    optimum = getattr(make_env(config.env, **config.env_args), "optimal_return", None)
+    optimum = _optimum(config)
     if optimum is not None:
         line += f" (optimum {optimum:g})"
     if "test_win_rate" in result:
@@ -190,8 +220,61 @@ def _report(config: TrainConfig, run_dir: Any, result: dict[str, float]) -> None
     typer.echo(line)
 
 
-def _resume(run_dir: str) -> None:
-    fail(f"cannot resume {run_dir!r}: checkpoints are not available in this build", USAGE_ERROR)
+def _resume(run_dir: str, steps: int | None, tensorboard: bool) -> None:
+    """``train --resume``: continue a run from its last valid checkpoint, reporting skipped corrupt files."""
+    from semzoo.train import Trainer
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            trainer = Trainer.resume(run_dir, steps=steps, tensorboard=tensorboard)
+        except (ValueError, TypeError) as err:
+            _echo_warnings(caught)
+            fail(str(err))
+        _echo_warnings(caught)
+        caught.clear()
+        progress = _Progress(trainer.config.steps, start=trainer.counters["env_steps"])
+        trainer.progress = progress
+        typer.echo(f"resuming {run_dir} at {trainer.counters['env_steps']:,} env steps", err=True)
+        try:
+            result = trainer.run()
+        except (ValueError, TypeError) as err:
+            fail(str(err))
+        finally:
+            trainer.close()
+            progress.close()
+    _echo_warnings(caught)
+    _report(trainer.config, Path(run_dir), result)
+
+
+@app.command()
+def evaluate(
+    run_dir: str = typer.Argument(..., help="A run directory made by `semzoo train`."),
+    episodes: Optional[int] = typer.Option(None, help="Greedy episodes (default: the run's test_episodes)."),
+    seed: Optional[int] = typer.Option(None, help="Seed of the evaluation episodes (default: the run's test stream)."),
+    device: Optional[str] = typer.Option(None, help="auto, cpu, cuda (default: the run's)."),
+) -> None:
+    """Replay a run's last checkpoint greedily (epsilon 0): mean return and, where reported, win rate."""
+    from semzoo.train import evaluate_run
+
+    if episodes is not None and episodes <= 0:
+        fail(f"--episodes {episodes}: expected a positive number of episodes", USAGE_ERROR)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            config, result, at_steps = evaluate_run(run_dir, episodes=episodes, seed=seed, device=device)
+        except (ValueError, TypeError) as err:
+            _echo_warnings(caught)
+            fail(str(err))
+    _echo_warnings(caught)
+    line = (f"{config.algo} on {config.env}, checkpoint at {at_steps:,} env steps, {result.episodes} greedy episodes: "
+            f"return {result.return_mean:.3f} +- {result.return_std:.3f}")
+    optimum = _optimum(config)
+    if optimum is not None:
+        line += f" (optimum {optimum:g})"
+    if result.win_rate is not None:
+        line += f", win rate {result.win_rate:.3f}"
+    typer.echo(line)
 
 
 @app.command()
