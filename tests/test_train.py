@@ -13,8 +13,9 @@ def matrix_config(game: str, algo: str, *, steps: int = 3000, uniform: bool = Fa
     """One-step games: target network and discount do not matter; a larger learning rate converges fast."""
     exploration = (ExplorationConfig(epsilon_start=1.0, epsilon_finish=1.0) if uniform
                    else ExplorationConfig(epsilon_anneal_steps=steps // 2))
+    kw.setdefault("test_interval", 10**9)
     return TrainConfig(env=f"matrix:{game}", algo=algo, steps=steps, seed=seed, n_envs=8, test_episodes=8,
-                       test_interval=10**9, log_interval=500, exploration=exploration,
+                       log_interval=500, exploration=exploration,
                        learner=LearnerConfig(lr=5e-3, batch_size=32, buffer_size=500), **kw)
 
 
