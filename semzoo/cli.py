@@ -38,13 +38,13 @@ def fail(message: str, code: int = DOMAIN_ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
-def parse_env_args(pairs: list[str]) -> dict[str, Any]:
+def parse_env_args(pairs: list[str], flag: str = "--env-arg") -> dict[str, Any]:
     """['payoff=[[1,0],[0,1]]', 'k=-10'] -> {'payoff': [[1, 0], [0, 1]], 'k': -10}; values are JSON, else strings."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
-            fail(f"--env-arg {pair!r}: expected KEY=VALUE, e.g. --env-arg 'k=-10'", USAGE_ERROR)
+            fail(f"{flag} {pair!r}: expected KEY=VALUE, e.g. {flag} 'k=-10'", USAGE_ERROR)
         try:
             out[key] = json.loads(raw)
         except json.JSONDecodeError:
@@ -275,6 +275,90 @@ def evaluate(
     if result.win_rate is not None:
         line += f", win rate {result.win_rate:.3f}"
     typer.echo(line)
+
+
+def _split(value: str, flag: str) -> list[str]:
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    if not items:
+        fail(f"{flag} {value!r}: expected a comma-separated list", USAGE_ERROR)
+    return items
+
+
+@app.command()
+def sweep(
+    envs: str = typer.Option(..., help="Comma-separated env ids, e.g. matrix:climbing,smax:3m."),
+    algos: str = typer.Option(..., help="Comma-separated algorithm ids, e.g. qmix,sem-qmix."),
+    seeds: int = typer.Option(5, help="Seeds per (env, algo): 0 .. seeds-1."),
+    steps: int = typer.Option(DEFAULT_STEPS, help="Environment steps per trial."),
+    out: str = typer.Option("runs/sweep", help="Folder of the trials' run directories (shared by all nodes)."),
+    address: Optional[str] = typer.Option(None, help="Ray cluster address (e.g. auto, ray://head:10001); "
+                                          "default: an embedded local Ray."),
+    max_retries: int = typer.Option(2, help="Retries of a failed trial, each from its last checkpoint."),
+    cpus_per_trial: float = typer.Option(1.0, help="CPUs reserved per trial (torch threads = its integer part)."),
+    num_cpus: Optional[int] = typer.Option(None, help="CPUs of the embedded local Ray (default: all)."),
+    set_: list[str] = typer.Option([], "--set", help="KEY=VALUE config override (JSON value), e.g. "
+                                   "test_interval=5000 or learner.batch_size=16; repeatable."),
+) -> None:
+    """Run the grid env x algo x seed on Ray; re-running the same command skips finished trials."""
+    from semzoo.sweep import plan_trials, run_sweep
+
+    if seeds <= 0:
+        fail(f"--seeds {seeds}: expected a positive number of seeds", USAGE_ERROR)
+    overrides = parse_env_args(set_, "--set")
+    try:
+        trials = plan_trials(envs=_split(envs, "--envs"), algos=_split(algos, "--algos"), seeds=range(seeds),
+                             steps=steps, out=out, overrides=overrides)
+    except (ValueError, TypeError) as err:
+        fail(str(err), USAGE_ERROR)
+    try:
+        report = run_sweep(trials, address=address, max_retries=max_retries, cpus_per_trial=cpus_per_trial,
+                           num_cpus=num_cpus, echo=lambda line: typer.echo(line, err=True))
+    except (ValueError, TypeError) as err:
+        fail(str(err))
+    typer.echo(f"{len(trials)} trials in {out}: {len(report.finished)} finished now, {len(report.skipped)} already "
+               f"finished, {len(report.failed)} failed")
+    if not report.ok:
+        fail(f"{len(report.failed)} trial(s) failed: {', '.join(report.failed)}; run the same command again to retry")
+
+
+@app.command()
+def plot(
+    folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
+    metric: str = typer.Option("test_win_rate", help="Metric of the curves, e.g. test_win_rate, test_return_mean."),
+    out: Optional[str] = typer.Option(None, help="Folder of the PNGs (default: FOLDER/plots)."),
+) -> None:
+    """Curves per env: median and 25-75 % band per algorithm across seeds, plus y / E / Q_tot when logged."""
+    from semzoo.plot import plot_runs
+
+    try:
+        written = plot_runs(folder, metric=metric, out=out)
+    except (ValueError, TypeError) as err:
+        fail(str(err))
+    for path in written:
+        typer.echo(str(path))
+
+
+@app.command()
+def table(
+    folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
+    at: str = typer.Option("250000,500000", help="Comma-separated env steps at which to read the scores."),
+    metric: str = typer.Option("test_win_rate", help="Metric of the table."),
+    csv_path: Optional[str] = typer.Option(None, "--csv", help="Also write the table to this CSV file."),
+) -> None:
+    """Score table: per env the mean over seeds at each step, then mean and median across envs per algorithm."""
+    from semzoo.plot import load_runs, score_table, table_markdown, write_table_csv
+
+    try:
+        steps = [int(item.replace("_", "")) for item in _split(at, "--at")]
+    except ValueError:
+        fail(f"--at {at!r}: expected comma-separated integers, e.g. 250000,500000", USAGE_ERROR)
+    try:
+        rows = score_table(load_runs(folder), steps, metric)
+    except (ValueError, TypeError) as err:
+        fail(str(err))
+    typer.echo(table_markdown(rows, metric))
+    if csv_path is not None:
+        typer.echo(f"\nwrote {write_table_csv(rows, csv_path)}")
 
 
 @app.command()
