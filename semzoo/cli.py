@@ -363,14 +363,28 @@ def table(
 
 @app.command()
 def envs() -> None:
-    """List the environment ids semzoo knows."""
+    """List the environment ids semzoo knows, with SMAC/SMAX map facts."""
     from semzoo.envs import matrix_game_v0
+    from semzoo.maps import map_table
 
     typer.echo("Matrix games (matrix:<game>):")
     for name in matrix_game_v0.GAMES:
         typer.echo(f"  matrix:{name:<12} {matrix_game_v0.GAME_DESCRIPTIONS.get(name, '')}")
+    typer.echo("")
+    typer.echo("SMAC maps: smax:<map> (JaxMARL SMAX, extra semzoo[smax]) and smac:<map> (StarCraft II).")
+    typer.echo("Sizes are per backend: SMAC (StarCraft II) / SMAX; * = one of the paper's eight maps.")
+    header = f"  {'map':<14} {'backends':<9} {'agents':>6} {'actions':>7} {'state (sc2/smax)':>17} {'limit (sc2/smax)':>17}  units"
+    typer.echo(header)
+    for row in map_table():
+        smax_state = row.get("smax_state_dim") or "-"
+        smax_limit = row.get("smax_episode_limit") or "-"
+        star = "*" if row.get("paper") else " "
+        typer.echo(f"  {row['map'] + star:<14} {row['backends']:<9} {row['agents']:>6} {row['actions']:>7} "
+                   f"{str(row['state_dim']) + '/' + str(smax_state):>17} {str(row['episode_limit']) + '/' + str(smax_limit):>17}"
+                   f"  {row['units']}")
+    typer.echo("")
     typer.echo("Any PettingZoo ParallelEnv factory with state() (pz:<module>:<factory>), e.g.:")
-    typer.echo("  pz:mpe2.simple_spread_v3:parallel_env   MPE2 cooperative navigation (needs semzoo[mpe])")
+    typer.echo("  pz:mpe2.simple_spread_v3:parallel_env   MPE2 cooperative navigation (extra semzoo[mpe])")
 
 
 def main() -> None:
