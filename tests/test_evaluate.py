@@ -87,12 +87,10 @@ def test_evaluate_command_replays_the_last_checkpoint(tmp_path):
     assert "9 greedy episodes" in out.output and "60 env steps" in out.output
 
 
-def test_smax_reports_a_win_rate():
+@pytest.mark.smax
+@pytest.mark.long  # ~25 s of JAX compilation on 2 cores
+def test_smax_evaluation_reports_a_win_rate():
     pytest.importorskip("jaxmarl")
-    try:
-        import semzoo.envs.smax  # noqa: F401
-    except ImportError:
-        pytest.skip("semzoo.envs.smax is not merged yet")
     trainer = Trainer(TrainConfig(env="smax:3m", algo="qmix", n_envs=2, test_episodes=2,
                                   agent=AgentConfig(hidden_dim=8), learner=LearnerConfig(batch_size=2, buffer_size=4)))
     try:
