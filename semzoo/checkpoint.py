@@ -88,12 +88,13 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a crash leaves either the old file or the complete new one."""
+def write_atomic(path: str | Path, *chunks: bytes | memoryview) -> None:
+    """Write ``chunks`` to ``path`` so that a crash leaves either the old file or the complete new one."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
     with open(tmp, "wb") as f:
-        f.write(data)
+        for chunk in chunks:
+            f.write(chunk)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -104,10 +105,12 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> int:
     """Write ``payload`` atomically with its checksum; returns the file size in bytes."""
     buffer = io.BytesIO()
     torch.save(_encode(payload), buffer)
-    body = buffer.getvalue()
+    body = buffer.getbuffer()  # no copy: checkpoints of a full replay buffer run to gigabytes
     header = b"%s %d %s %d\n" % (MAGIC, FORMAT_VERSION, hashlib.sha256(body).hexdigest().encode(), len(body))
-    write_atomic(path, header + body)
-    return len(header) + len(body)
+    write_atomic(path, header, body)
+    size = len(header) + len(body)
+    body.release()
+    return size
 
 
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
@@ -123,7 +126,7 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"checkpoint {path} is corrupt: it does not start with a semzoo checkpoint header")
     if int(parts[1]) != FORMAT_VERSION:
         raise CheckpointError(f"checkpoint {path} has format {int(parts[1])}, this semzoo reads format {FORMAT_VERSION}")
-    body = raw[newline + 1:]
+    body = memoryview(raw)[newline + 1:]
     if len(body) != int(parts[3]) or hashlib.sha256(body).hexdigest().encode() != parts[2]:
         raise CheckpointError(f"checkpoint {path} is corrupt: its checksum does not match (partial or altered file)")
     return _decode(torch.load(io.BytesIO(body), map_location="cpu", weights_only=True))

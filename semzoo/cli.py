@@ -30,6 +30,7 @@ app = typer.Typer(
 USAGE_ERROR = 2
 DOMAIN_ERROR = 1
 DEFAULT_STEPS = 20_000
+PROGRESS_BAR_WIDTH = 24
 
 
 def fail(message: str, code: int = DOMAIN_ERROR) -> NoReturn:
@@ -74,7 +75,7 @@ class _Progress:
             from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-            self._bar = Progress(TextColumn(f"[bold]{label}"), BarColumn(),
+            self._bar = Progress(TextColumn(f"[bold]{label}"), BarColumn(bar_width=PROGRESS_BAR_WIDTH),
                                  TextColumn("{task.completed:,}/{task.total:,} steps"),
                                  TextColumn("{task.fields[rate]:,.0f} steps/s"), TimeElapsedColumn(), TextColumn("ETA"),
                                  TimeRemainingColumn(), TextColumn("{task.fields[test]}"),

@@ -463,8 +463,8 @@ class Trainer:
         buffer = self.buffer.state_dict()
         size = int(buffer["size"])
         for name, value in buffer.items():  # only the filled episodes: an empty buffer costs nothing
-            if isinstance(value, torch.Tensor):
-                buffer[name] = value[:size].clone()
+            if isinstance(value, torch.Tensor) and size < value.shape[0]:
+                buffer[name] = value[:size].clone()  # a view would save the whole storage
         recent = [{"returns": s.returns, "lengths": s.lengths, "battle_won": s.battle_won, "extra": dict(s.extra)}
                   for s in self._recent]
         return {
