@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,8 @@ import pytest
 from semzoo.train import read_metrics, run_finished
 
 KILLS = 5
+PARALLEL_RUNS = 2
+SEED = 1234
 STEPS = 400
 SAVE_INTERVAL = 60
 STEPS_PER_ITERATION = 4  # two_step episodes last 2 steps, 2 envs
@@ -60,24 +64,27 @@ def kill_at_random_moment(run_dir: Path, rng: random.Random) -> int:
     return last_logged_steps(run_dir)
 
 
+def kill_resume_and_check(run_dir: Path, seed: int) -> None:
+    at_kill = kill_at_random_moment(run_dir, random.Random(seed))
+    done = subprocess.run(cli("train", "--resume", str(run_dir)), env=child_env(), capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    assert "corrupt" not in done.stderr  # atomic writes: never a partial checkpoint
+    match = re.search(r"resuming \S+ at ([\d,]+) env steps", done.stderr)
+    resumed_at = int(match.group(1).replace(",", "")) if match else 0  # 0: killed before the first checkpoint
+    assert at_kill - resumed_at <= SAVE_INTERVAL, (at_kill, resumed_at)
+    assert run_finished(run_dir, STEPS)
+    rows = read_metrics(run_dir)
+    keys = Counter((r["env_steps"], r["name"]) for r in rows)
+    assert max(keys.values()) == 1, [k for k, n in keys.items() if n > 1][:5]
+    steps = [r["env_steps"] for r in rows]
+    assert steps == sorted(steps) and steps[-1] >= STEPS
+
+
 def test_runs_killed_at_random_moments_resume_and_finish(tmp_path):
-    rng = random.Random(1234)
-    finished = 0
-    for i in range(KILLS):
-        run_dir = tmp_path / f"kill{i}" / "run"
-        at_kill = kill_at_random_moment(run_dir, rng)
-        done = subprocess.run(cli("train", "--resume", str(run_dir)), env=child_env(), capture_output=True,
-                              text=True, timeout=RUN_TIMEOUT_S)
-        assert done.returncode == 0, done.stderr
-        assert "corrupt" not in done.stderr  # atomic writes: never a partial checkpoint
-        resumed_at = int(done.stderr.split("resuming ")[1].split(" at ")[1].split(" env steps")[0].replace(",", "")) \
-            if "resuming " in done.stderr else 0
-        assert at_kill - resumed_at <= SAVE_INTERVAL, (at_kill, resumed_at)
-        assert run_finished(run_dir, STEPS)
-        rows = read_metrics(run_dir)
-        keys = Counter((r["env_steps"], r["name"]) for r in rows)
-        assert max(keys.values()) == 1, [k for k, n in keys.items() if n > 1][:5]
-        steps = [r["env_steps"] for r in rows]
-        assert steps == sorted(steps) and steps[-1] >= STEPS
-        finished += 1
-    assert finished == KILLS
+    with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
+        futures = [pool.submit(kill_resume_and_check, tmp_path / f"kill{i}" / "run", SEED + i) for i in range(KILLS)]
+        outcomes = [f.exception() for f in futures]
+    failures = [repr(e) for e in outcomes if e is not None]
+    assert not failures, failures
+    assert len(outcomes) == KILLS
