@@ -79,7 +79,8 @@ class QLearner:
         self.target_agent = copy.deepcopy(agent).requires_grad_(False)
         self.target_mixer = copy.deepcopy(mixer).requires_grad_(False)
         self.params = list(agent.parameters()) + list(mixer.parameters())
-        self.optimizer = torch.optim.RMSprop(self.params, lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps)
+        self.optimizer = torch.optim.RMSprop(self.params, lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps,
+                                             foreach=True)
         self.updates = 0
 
     # ----- pieces shared with derived learners (WQMIX) -------------------------------------------------

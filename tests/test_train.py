@@ -9,12 +9,13 @@ from semzoo.config import ExplorationConfig, LearnerConfig, TrainConfig
 from semzoo.train import Trainer, read_metrics, train
 
 
-def matrix_config(game: str, algo: str, *, steps: int = 3000, uniform: bool = False, seed: int = 0, **kw) -> TrainConfig:
+def matrix_config(game: str, algo: str, *, steps: int = 3000, uniform: bool = False, seed: int = 0,
+                  test_interval: int = 10**9, **kw) -> TrainConfig:
     """One-step games: target network and discount do not matter; a larger learning rate converges fast."""
     exploration = (ExplorationConfig(epsilon_start=1.0, epsilon_finish=1.0) if uniform
                    else ExplorationConfig(epsilon_anneal_steps=steps // 2))
     return TrainConfig(env=f"matrix:{game}", algo=algo, steps=steps, seed=seed, n_envs=8, test_episodes=8,
-                       test_interval=10**9, log_interval=500, exploration=exploration,
+                       test_interval=test_interval, log_interval=500, exploration=exploration,
                        learner=LearnerConfig(lr=5e-3, batch_size=32, buffer_size=500), **kw)
 
 
