@@ -61,7 +61,8 @@ class WQMIXLearner(QLearner):
         self.target_central_agent = copy.deepcopy(self.central_agent).requires_grad_(False)
         self.target_central_mixer = copy.deepcopy(self.central_mixer).requires_grad_(False)
         self.params = self.params + list(self.central_agent.parameters()) + list(self.central_mixer.parameters())
-        self.optimizer = torch.optim.RMSprop(self.params, lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps)
+        self.optimizer = torch.optim.RMSprop(self.params, lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps,
+                                             foreach=True)
 
     # ----- Q* and the weights --------------------------------------------------------------------------------
 

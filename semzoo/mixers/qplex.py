@@ -33,8 +33,10 @@ class DuplexAttention(nn.Module):
         self.heads, self.n_agents = heads, n_agents
         joint_dim = state_dim + n_agents * n_actions
         self.key = nn.Sequential(nn.Linear(state_dim, attend_dim), nn.ReLU(), nn.Linear(attend_dim, heads))
-        self.agent = nn.Linear(state_dim, heads * n_agents)
-        self.action = nn.Linear(joint_dim, heads * n_agents)
+        self.agent = nn.Sequential(nn.Linear(state_dim, attend_dim), nn.ReLU(), nn.Linear(attend_dim, heads * n_agents))
+        # Nonlinear in the joint action: a single linear layer would make each head's gate additive in the agents'
+        # actions (in logit space), too weak to single out one joint action.
+        self.action = nn.Sequential(nn.Linear(joint_dim, attend_dim), nn.ReLU(), nn.Linear(attend_dim, heads * n_agents))
 
     def forward(self, state_NS: torch.Tensor, joint_action_NX: torch.Tensor) -> torch.Tensor:
         n = state_NS.shape[0]
