@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any, NoReturn, Optional
 
@@ -27,6 +29,8 @@ app = typer.Typer(
 
 USAGE_ERROR = 2
 DOMAIN_ERROR = 1
+DEFAULT_STEPS = 20_000
+PROGRESS_BAR_WIDTH = 24
 
 
 def fail(message: str, code: int = DOMAIN_ERROR) -> NoReturn:
@@ -35,13 +39,13 @@ def fail(message: str, code: int = DOMAIN_ERROR) -> NoReturn:
     raise typer.Exit(code)
 
 
-def parse_env_args(pairs: list[str]) -> dict[str, Any]:
+def parse_env_args(pairs: list[str], flag: str = "--env-arg") -> dict[str, Any]:
     """['payoff=[[1,0],[0,1]]', 'k=-10'] -> {'payoff': [[1, 0], [0, 1]], 'k': -10}; values are JSON, else strings."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
-            fail(f"--env-arg {pair!r}: expected KEY=VALUE, e.g. --env-arg 'k=-10'", USAGE_ERROR)
+            fail(f"{flag} {pair!r}: expected KEY=VALUE, e.g. {flag} 'k=-10'", USAGE_ERROR)
         try:
             out[key] = json.loads(raw)
         except json.JSONDecodeError:
@@ -57,39 +61,47 @@ def _build(factory: Callable[..., Any], **kwargs: Any) -> Any:
 
 
 class _Progress:
-    """A rich progress bar on a terminal; plain log lines every ~10 % otherwise."""
+    """A rich progress bar on a terminal (env steps, steps/s, ETA, last test figure); plain lines every ~10 % otherwise."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, *, start: int = 0, label: str = "train") -> None:
         self.total = max(total, 1)
+        self.start = start
+        self.label = label
         self.started = time.perf_counter()
         self.interactive = sys.stderr.isatty()
-        self._next_line = 0.0
+        self._next_line = start
         self._bar = None
         if self.interactive:
+            from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-            self._bar = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} steps"),
-                                 TextColumn("{task.fields[rate]:,.0f} steps/s"), TimeElapsedColumn(), TimeRemainingColumn(),
-                                 TextColumn("{task.fields[test]}"), transient=False)
-            self._task = self._bar.add_task("train", total=self.total, rate=0.0, test="")
+            self._bar = Progress(TextColumn(f"[bold]{label}"), BarColumn(bar_width=PROGRESS_BAR_WIDTH),
+                                 TextColumn("{task.completed:,}/{task.total:,} steps"),
+                                 TextColumn("{task.fields[rate]:,.0f} steps/s"), TimeElapsedColumn(), TextColumn("ETA"),
+                                 TimeRemainingColumn(), TextColumn("{task.fields[test]}"),
+                                 console=Console(stderr=True), transient=False)
+            self._task = self._bar.add_task(label, total=self.total, completed=min(start, self.total), rate=0.0,
+                                            test="")
             self._bar.start()
 
     @staticmethod
     def _test_text(info: dict[str, Any]) -> str:
         if "test_win_rate" in info:
-            return f"test win {info['test_win_rate']:.2f}"
+            return f"test win rate {info['test_win_rate']:.2f}"
         if "test_return_mean" in info:
-            return f"test return {info['test_return_mean']:.2f}"
+            return f"test return {info['test_return_mean']:.3f}"
         return ""
 
     def __call__(self, info: dict[str, Any]) -> None:
         steps = info["env_steps"]
-        rate = steps / max(time.perf_counter() - self.started, 1e-9)
+        elapsed = max(time.perf_counter() - self.started, 1e-9)
+        rate = (steps - self.start) / elapsed
         if self._bar is not None:
             self._bar.update(self._task, completed=min(steps, self.total), rate=rate, test=self._test_text(info))
         elif steps >= self._next_line:
-            typer.echo(f"[train] {steps:,}/{self.total:,} steps  {rate:,.0f} steps/s  eps {info['epsilon']:.3f}  "
-                       f"{self._test_text(info)}".rstrip(), err=True)
+            eta = (self.total - steps) / rate if rate > 0 else float("nan")
+            typer.echo(f"[{self.label}] {steps:,}/{self.total:,} steps  {rate:,.0f} steps/s  ETA {eta:,.0f} s  "
+                       f"eps {info['epsilon']:.3f}  {self._test_text(info)}".rstrip(), err=True)
             self._next_line = steps + self.total / 10
 
     def close(self) -> None:
@@ -97,11 +109,17 @@ class _Progress:
             self._bar.stop()
 
 
+def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
+    for w in caught:
+        typer.echo(f"Warning: {w.message}", err=True)
+
+
 @app.command()
 def train(
     env: str = typer.Option("matrix:two_step", help="Environment id: matrix:<game>, smax:<map>, smac:<map>, pz:<module>:<factory>."),
     algo: str = typer.Option("sem-qmix", help="vdn, qmix, qplex, cw-qmix, ow-qmix, or sem-/saem-<mixer>."),
-    steps: int = typer.Option(20_000, help="Environment steps to train for."),
+    steps: Optional[int] = typer.Option(None, help="Environment steps to train for (default 20000); with --resume, "
+                                        "the new total (the run is extended)."),
     seed: int = typer.Option(0, help="Seed of networks, exploration, replay sampling, envs and the random projection."),
     out: str = typer.Option("runs", help="Parent folder of the run directory."),
     run_name: Optional[str] = typer.Option(None, help="Run directory name (default <env>_<algo>_seed<seed>)."),
@@ -135,16 +153,18 @@ def train(
     memory_capacity: int = typer.Option(1_000_000, help="Episodic table entries |Q^S|."),
     pending_size: int = typer.Option(5000, help="Env steps |M| gathered between table updates."),
     miss_rule: str = typer.Option("target", help="On a table miss: 'target' (E = y, the paper) or 'zero' (EMC)."),
-    resume: Optional[str] = typer.Option(None, help="Continue the run in this run directory from its last checkpoint."),
+    resume: Optional[str] = typer.Option(None, help="Continue the run in this run directory from its last checkpoint "
+                                         "(its config.json is used; only --steps, --tensorboard apply)."),
+    tensorboard: bool = typer.Option(True, help="Also write TensorBoard events (when tensorboard is installed)."),
 ) -> None:
-    """Train an algorithm on an environment; metrics go to <out>/<run>/metrics.csv."""
+    """Train an algorithm on an environment; writes <out>/<run>/ (config.json, metrics.csv, checkpoints/)."""
     from semzoo.train import train as run_training
 
     if resume is not None:
-        _resume(resume)
+        _resume(resume, steps, tensorboard)
         return
     config = _build(
-        TrainConfig, env=env, env_args=parse_env_args(env_arg), algo=algo, steps=steps, seed=seed, out=out,
+        TrainConfig, env=env, env_args=parse_env_args(env_arg), algo=algo, steps=DEFAULT_STEPS if steps is None else steps, seed=seed, out=out,
         run_name=run_name, device=device, n_envs=n_envs, episode_limit=episode_limit, test_interval=test_interval,
         test_episodes=test_episodes, log_interval=log_interval, save_interval=save_interval,
         agent=_build(AgentConfig, hidden_dim=hidden_dim),
@@ -159,11 +179,14 @@ def train(
     _check_env(config)
     progress = _Progress(config.steps)
     try:
-        run_dir, result = run_training(config, progress=progress)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run_dir, result = run_training(config, progress=progress, tensorboard=tensorboard)
     except (ValueError, TypeError) as err:
         fail(str(err))
     finally:
         progress.close()
+    _echo_warnings(caught)
     _report(config, run_dir, result)
 
 
@@ -177,12 +200,20 @@ def _check_env(config: TrainConfig) -> None:
         fail(str(err).splitlines()[0] if str(err) else repr(err), USAGE_ERROR)
 
 
-def _report(config: TrainConfig, run_dir: Any, result: dict[str, float]) -> None:
+def _optimum(config: TrainConfig) -> float | None:
     from semzoo.registry import make_env
 
+    env = make_env(config.env, **config.env_args)
+    try:
+        return getattr(env, "optimal_return", None)
+    finally:
+        env.close()
+
+
+def _report(config: TrainConfig, run_dir: Any, result: dict[str, float]) -> None:
     typer.echo(f"run directory: {run_dir}")
     line = f"{config.algo} on {config.env} after {config.steps:,} steps: greedy return {result['test_return_mean']:.3f}"
-    optimum = getattr(make_env(config.env, **config.env_args), "optimal_return", None)
+    optimum = _optimum(config)
     if optimum is not None:
         line += f" (optimum {optimum:g})"
     if "test_win_rate" in result:
@@ -190,20 +221,171 @@ def _report(config: TrainConfig, run_dir: Any, result: dict[str, float]) -> None
     typer.echo(line)
 
 
-def _resume(run_dir: str) -> None:
-    fail(f"cannot resume {run_dir!r}: checkpoints are not available in this build", USAGE_ERROR)
+def _resume(run_dir: str, steps: int | None, tensorboard: bool) -> None:
+    """``train --resume``: continue a run from its last valid checkpoint, reporting skipped corrupt files."""
+    from semzoo.train import Trainer
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            trainer = Trainer.resume(run_dir, steps=steps, tensorboard=tensorboard)
+        except (ValueError, TypeError) as err:
+            _echo_warnings(caught)
+            fail(str(err))
+        _echo_warnings(caught)
+        caught.clear()
+        progress = _Progress(trainer.config.steps, start=trainer.counters["env_steps"])
+        trainer.progress = progress
+        typer.echo(f"resuming {run_dir} at {trainer.counters['env_steps']:,} env steps", err=True)
+        try:
+            result = trainer.run()
+        except (ValueError, TypeError) as err:
+            fail(str(err))
+        finally:
+            trainer.close()
+            progress.close()
+    _echo_warnings(caught)
+    _report(trainer.config, Path(run_dir), result)
+
+
+@app.command()
+def evaluate(
+    run_dir: str = typer.Argument(..., help="A run directory made by `semzoo train`."),
+    episodes: Optional[int] = typer.Option(None, help="Greedy episodes (default: the run's test_episodes)."),
+    seed: Optional[int] = typer.Option(None, help="Seed of the evaluation episodes (default: the run's test stream)."),
+    device: Optional[str] = typer.Option(None, help="auto, cpu, cuda (default: the run's)."),
+) -> None:
+    """Replay a run's last checkpoint greedily (epsilon 0): mean return and, where reported, win rate."""
+    from semzoo.train import evaluate_run
+
+    if episodes is not None and episodes <= 0:
+        fail(f"--episodes {episodes}: expected a positive number of episodes", USAGE_ERROR)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            config, result, at_steps = evaluate_run(run_dir, episodes=episodes, seed=seed, device=device)
+        except (ValueError, TypeError) as err:
+            _echo_warnings(caught)
+            fail(str(err))
+    _echo_warnings(caught)
+    line = (f"{config.algo} on {config.env}, checkpoint at {at_steps:,} env steps, {result.episodes} greedy episodes: "
+            f"return {result.return_mean:.3f} +- {result.return_std:.3f}")
+    optimum = _optimum(config)
+    if optimum is not None:
+        line += f" (optimum {optimum:g})"
+    if result.win_rate is not None:
+        line += f", win rate {result.win_rate:.3f}"
+    typer.echo(line)
+
+
+def _split(value: str, flag: str) -> list[str]:
+    items = [item.strip() for item in value.split(",") if item.strip()]
+    if not items:
+        fail(f"{flag} {value!r}: expected a comma-separated list", USAGE_ERROR)
+    return items
+
+
+@app.command()
+def sweep(
+    envs: str = typer.Option(..., help="Comma-separated env ids, e.g. matrix:climbing,smax:3m."),
+    algos: str = typer.Option(..., help="Comma-separated algorithm ids, e.g. qmix,sem-qmix."),
+    seeds: int = typer.Option(5, help="Seeds per (env, algo): 0 .. seeds-1."),
+    steps: int = typer.Option(DEFAULT_STEPS, help="Environment steps per trial."),
+    out: str = typer.Option("runs/sweep", help="Folder of the trials' run directories (shared by all nodes)."),
+    address: Optional[str] = typer.Option(None, help="Ray cluster address (e.g. auto, ray://head:10001); "
+                                          "default: an embedded local Ray."),
+    max_retries: int = typer.Option(2, help="Retries of a failed trial, each from its last checkpoint."),
+    cpus_per_trial: float = typer.Option(1.0, help="CPUs reserved per trial (torch threads = its integer part)."),
+    num_cpus: Optional[int] = typer.Option(None, help="CPUs of the embedded local Ray (default: all)."),
+    set_: list[str] = typer.Option([], "--set", help="KEY=VALUE config override (JSON value), e.g. "
+                                   "test_interval=5000 or learner.batch_size=16; repeatable."),
+) -> None:
+    """Run the grid env x algo x seed on Ray; re-running the same command skips finished trials."""
+    from semzoo.sweep import plan_trials, run_sweep
+
+    if seeds <= 0:
+        fail(f"--seeds {seeds}: expected a positive number of seeds", USAGE_ERROR)
+    overrides = parse_env_args(set_, "--set")
+    try:
+        trials = plan_trials(envs=_split(envs, "--envs"), algos=_split(algos, "--algos"), seeds=range(seeds),
+                             steps=steps, out=out, overrides=overrides)
+    except (ValueError, TypeError) as err:
+        fail(str(err), USAGE_ERROR)
+    try:
+        report = run_sweep(trials, address=address, max_retries=max_retries, cpus_per_trial=cpus_per_trial,
+                           num_cpus=num_cpus, echo=lambda line: typer.echo(line, err=True))
+    except (ValueError, TypeError) as err:
+        fail(str(err))
+    typer.echo(f"{len(trials)} trials in {out}: {len(report.finished)} finished now, {len(report.skipped)} already "
+               f"finished, {len(report.failed)} failed")
+    if not report.ok:
+        fail(f"{len(report.failed)} trial(s) failed: {', '.join(report.failed)}; run the same command again to retry")
+
+
+@app.command()
+def plot(
+    folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
+    metric: str = typer.Option("test_win_rate", help="Metric of the curves, e.g. test_win_rate, test_return_mean."),
+    out: Optional[str] = typer.Option(None, help="Folder of the PNGs (default: FOLDER/plots)."),
+) -> None:
+    """Curves per env: median and 25-75 % band per algorithm across seeds, plus y / E / Q_tot when logged."""
+    from semzoo.plot import plot_runs
+
+    try:
+        written = plot_runs(folder, metric=metric, out=out)
+    except (ValueError, TypeError) as err:
+        fail(str(err))
+    for path in written:
+        typer.echo(str(path))
+
+
+@app.command()
+def table(
+    folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
+    at: str = typer.Option("250000,500000", help="Comma-separated env steps at which to read the scores."),
+    metric: str = typer.Option("test_win_rate", help="Metric of the table."),
+    csv_path: Optional[str] = typer.Option(None, "--csv", help="Also write the table to this CSV file."),
+) -> None:
+    """Score table: per env the mean over seeds at each step, then mean and median across envs per algorithm."""
+    from semzoo.plot import load_runs, score_table, table_markdown, write_table_csv
+
+    try:
+        steps = [int(item.replace("_", "")) for item in _split(at, "--at")]
+    except ValueError:
+        fail(f"--at {at!r}: expected comma-separated integers, e.g. 250000,500000", USAGE_ERROR)
+    try:
+        rows = score_table(load_runs(folder), steps, metric)
+    except (ValueError, TypeError) as err:
+        fail(str(err))
+    typer.echo(table_markdown(rows, metric))
+    if csv_path is not None:
+        typer.echo(f"\nwrote {write_table_csv(rows, csv_path)}")
 
 
 @app.command()
 def envs() -> None:
-    """List the environment ids semzoo knows."""
+    """List the environment ids semzoo knows, with SMAC/SMAX map facts."""
     from semzoo.envs import matrix_game_v0
+    from semzoo.maps import map_table
 
     typer.echo("Matrix games (matrix:<game>):")
     for name in matrix_game_v0.GAMES:
         typer.echo(f"  matrix:{name:<12} {matrix_game_v0.GAME_DESCRIPTIONS.get(name, '')}")
+    typer.echo("")
+    typer.echo("SMAC maps: smax:<map> (JaxMARL SMAX, extra semzoo[smax]) and smac:<map> (StarCraft II).")
+    typer.echo("Sizes are per backend: SMAC (StarCraft II) / SMAX; * = one of the paper's eight maps.")
+    header = f"  {'map':<14} {'backends':<9} {'agents':>6} {'actions':>7} {'state (sc2/smax)':>17} {'limit (sc2/smax)':>17}  units"
+    typer.echo(header)
+    for row in map_table():
+        smax_state = row.get("smax_state_dim") or "-"
+        smax_limit = row.get("smax_episode_limit") or "-"
+        star = "*" if row.get("paper") else " "
+        typer.echo(f"  {row['map'] + star:<14} {row['backends']:<9} {row['agents']:>6} {row['actions']:>7} "
+                   f"{str(row['state_dim']) + '/' + str(smax_state):>17} {str(row['episode_limit']) + '/' + str(smax_limit):>17}"
+                   f"  {row['units']}")
+    typer.echo("")
     typer.echo("Any PettingZoo ParallelEnv factory with state() (pz:<module>:<factory>), e.g.:")
-    typer.echo("  pz:mpe2.simple_spread_v3:parallel_env   MPE2 cooperative navigation (needs semzoo[mpe])")
+    typer.echo("  pz:mpe2.simple_spread_v3:parallel_env   MPE2 cooperative navigation (extra semzoo[mpe])")
 
 
 def main() -> None:

@@ -1,0 +1,485 @@
+"""JaxMARL SMAX (heuristic enemy) exposed through SMAC's environment interface, single and vectorized.
+
+``SMAXEnv`` behaves like SMAC's ``StarCraft2Env`` (``reset``, ``step(actions) ->
+(reward, terminated, info)``, ``get_obs``, ``get_state``, ``get_avail_actions``,
+``get_env_info`` ...) so ``semzoo.wrappers.smac.SMACParallelEnv`` serves it and
+StarCraft II alike. ``SMAXVecEnv`` steps N copies in one jitted, vmapped call and
+returns the fixed-shape arrays of ``semzoo.types.VecCTDEEnv``.
+
+Actions use SMAC's layout, remapped onto SMAX's:
+
+    SMAC  0 no-op (dead only)  1 stop  2 north  3 south  4 east  5 west  6+k attack enemy k
+    SMAX  4 stop               4 stop  0        2        1       3       5+k
+
+so a dead agent has exactly ``[1, 0, 0, ...]`` available, as in SMAC.
+Observations are SMAX's unit-list observations (clipped to [-1, 1]); the
+state is SMAX's world state with positions scaled by the map size and weapon
+cooldowns scaled by the unit's cooldown, so every entry lies in [0, 1].
+The reward is SMAX's ally reward (enemy health fraction removed per step plus
+a win bonus of 1). Wins and losses terminate; SMAX's time limit truncates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from semzoo.maps import SMAX_DEFAULT_EPISODE_LIMIT, UnknownMapError
+from semzoo.types import CTDEArrays
+from semzoo.wrappers.smac import SMACParallelEnv, agent_names_for
+
+try:  # optional extra: semzoo[smax]
+    import jax
+    import jax.numpy as jnp
+    from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
+    from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+except ImportError as _err:  # pragma: no cover - exercised only without the extra
+    _IMPORT_ERROR: ImportError | None = _err
+else:
+    _IMPORT_ERROR = None
+
+SMAC_NOOP = 0
+SMAC_STOP = 1
+SMAC_N_NON_ATTACK = 6
+SMAX_STOP = 4
+SMAX_N_NON_ATTACK = 5
+# SMAC non-attack action -> SMAX action (see the module docstring).
+SMAC_TO_SMAX_NON_ATTACK = (SMAX_STOP, SMAX_STOP, 0, 2, 1, 3)
+# SMAC move slots (north, south, east, west) -> SMAX move indices.
+SMAX_MOVE_FOR_SMAC_MOVE = (0, 2, 1, 3)
+OBS_LOW, OBS_HIGH = -1.0, 1.0
+STATE_LOW, STATE_HIGH = 0.0, 1.0
+INSTALL_HINT = "pip install 'semzoo[smax]' (installs jaxmarl and jax)"
+
+
+def _require_jaxmarl() -> None:
+    if _IMPORT_ERROR is not None:
+        raise ImportError(f"SMAX needs jaxmarl, which failed to import ({_IMPORT_ERROR}); fix: {INSTALL_HINT}")
+
+
+def available_maps() -> list[str]:
+    """Map names the installed JaxMARL SMAX defines."""
+    _require_jaxmarl()
+    return sorted(MAP_NAME_TO_SCENARIO)
+
+
+@dataclass(frozen=True)
+class _Core:
+    """One compiled SMAX configuration shared by every env instance with the same key.
+
+    observation = (obs_AO, state_S, avail_AU, alive_A);  reset(key) -> (carry, observation);
+    step(carry, actions_A) -> (carry, observation, (reward, terminated, truncated, won, dead_allies,
+    dead_enemies)). vreset / vstep are the same over N envs (one dispatch per call).
+    """
+
+    env: Any
+    n_agents: int
+    n_enemies: int
+    n_actions: int
+    obs_dim: int
+    state_dim: int
+    episode_limit: int
+    unit_types: tuple[str, ...] | None
+    reset: Callable[..., Any]
+    step: Callable[..., Any]
+    vreset: Callable[..., Any]
+    vstep: Callable[..., Any]
+
+
+_CORES: dict[tuple[Any, ...], _Core] = {}
+
+
+def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mode: str) -> _Core:
+    scenario = map_name_to_scenario(map_name)
+    env = HeuristicEnemySMAX(
+        scenario=scenario, max_steps=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode
+    )
+    n_allies, n_enemies = env.num_allies, env.num_enemies
+    n_actions = SMAC_N_NON_ATTACK + n_enemies
+    smac_to_smax = jnp.asarray(
+        list(SMAC_TO_SMAX_NON_ATTACK) + [SMAX_N_NON_ATTACK + k for k in range(n_enemies)], dtype=jnp.int32
+    )
+    n_types = len(env.unit_type_names)
+    map_size = jnp.asarray([env.map_width, env.map_height], dtype=jnp.float32)
+    unit_types = None
+    if not scenario.smacv2_unit_type_generation:
+        unit_types = tuple(env.unit_type_names[int(t)] for t in np.asarray(scenario.unit_types)[:n_allies])
+
+    def world_state(s: Any) -> jax.Array:
+        """Normalised SMAX world state [(4 + n_types) * n_units + 2 * n_units], every entry in [0, 1]."""
+        health = s.unit_health / env.unit_type_health[s.unit_types]
+        # Collision pushes can leave a unit just outside the map until the next world step kills it.
+        pos = jnp.clip(s.unit_positions / map_size, 0.0, 1.0)
+        cooldown = jnp.clip(s.unit_weapon_cooldowns / env.unit_type_weapon_cooldowns[s.unit_types], 0.0, 1.0)
+        onehot = jax.nn.one_hot(s.unit_types, n_types)
+        per_unit = jnp.concatenate([health[:, None], pos, cooldown[:, None], onehot], axis=-1)
+        per_unit = per_unit * s.unit_alive[:, None]
+        type_code = s.unit_types.astype(jnp.float32) / (n_types - 1)
+        return jnp.concatenate([per_unit.reshape(-1), s.unit_teams.astype(jnp.float32), type_code])
+
+    def observe(carry: Any) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+        state, _ = carry
+        alive_A = state.state.unit_alive[:n_allies]
+        obs = env.get_obs(state)
+        obs_AO = jnp.stack([obs[a] for a in env.agents]).astype(jnp.float32)
+        obs_AO = jnp.clip(obs_AO, OBS_LOW, OBS_HIGH) * alive_A[:, None]
+        avail = env.get_avail_actions(state)
+        smax_AU = jnp.stack([avail[a] for a in env.agents]).astype(bool)
+        moves = smax_AU[:, jnp.asarray(SMAX_MOVE_FOR_SMAC_MOVE)]
+        avail_AU = jnp.concatenate(
+            [(~alive_A)[:, None], alive_A[:, None], moves & alive_A[:, None], smax_AU[:, SMAX_N_NON_ATTACK:]],
+            axis=-1,
+        )
+        return obs_AO, world_state(state.state), avail_AU, alive_A
+
+    def strong(carry: Any) -> Any:
+        """Drop weak types so the carry from reset and from step hit the same compiled step."""
+        return jax.tree.map(lambda x: jax.lax.convert_element_type(x, x.dtype), carry)
+
+    def reset(key: jax.Array) -> Any:
+        key, reset_key = jax.random.split(key)
+        _, state = env.reset(reset_key)
+        return strong((state, key))
+
+    def step(carry: Any, actions_A: jax.Array) -> tuple[Any, ...]:
+        state, key = carry
+        key, step_key = jax.random.split(key)
+        alive_A = state.state.unit_alive[:n_allies]
+        smax_actions = smac_to_smax[jnp.where(alive_A, actions_A, SMAC_NOOP)]
+        # step_env, not step: step would auto-reset and lose the terminal state.
+        _, next_state, rewards, _, _ = env.step_env(
+            step_key, state, {a: smax_actions[i] for i, a in enumerate(env.agents)}
+        )
+        alive = next_state.state.unit_alive
+        allies_dead = ~jnp.any(alive[:n_allies])
+        enemies_dead = ~jnp.any(alive[n_allies:])
+        terminated = allies_dead | enemies_dead
+        # SMAX's own done flag comes one step late (it tests the limit before counting the step).
+        truncated = (next_state.state.step >= episode_limit) & ~terminated
+        won = enemies_dead & ~allies_dead
+        reward = rewards[env.agents[0]].astype(jnp.float32)
+        dead_allies = jnp.sum(~alive[:n_allies])
+        dead_enemies = jnp.sum(~alive[n_allies:])
+        return strong((next_state, key)), reward, terminated, truncated, won, dead_allies, dead_enemies
+
+    def reset_and_observe(key: jax.Array) -> tuple[Any, Any]:
+        carry = reset(key)
+        return carry, observe(carry)
+
+    def step_and_observe(carry: Any, actions_A: jax.Array) -> tuple[Any, Any, Any]:
+        carry, *out = step(carry, actions_A)
+        return carry, observe(carry), tuple(out)
+
+    def vstep(carry_N: Any, actions_NA: jax.Array, frozen_N: jax.Array) -> tuple[Any, Any, Any]:
+        """Step N envs; a frozen (finished) env keeps its carry and reports nothing."""
+        new_carry, reward, term, trunc, won, dead_a, dead_e = jax.vmap(step)(carry_N, actions_NA)
+
+        def keep(new: jax.Array, old: jax.Array) -> jax.Array:
+            mask = frozen_N.reshape(frozen_N.shape + (1,) * (new.ndim - 1))
+            return jnp.where(mask, old, new)
+
+        carry = jax.tree.map(keep, new_carry, carry_N)
+        live = ~frozen_N
+        flags = (reward * live, term & live, trunc & live, won & live, dead_a, dead_e)
+        return carry, jax.vmap(observe)(carry), flags
+
+    probe = jax.eval_shape(lambda k: observe(reset(k)), jax.random.PRNGKey(0))
+    return _Core(
+        env=env,
+        n_agents=n_allies,
+        n_enemies=n_enemies,
+        n_actions=n_actions,
+        obs_dim=int(probe[0].shape[-1]),
+        state_dim=int(probe[1].shape[-1]),
+        episode_limit=episode_limit,
+        unit_types=unit_types,
+        reset=jax.jit(reset_and_observe),
+        step=jax.jit(step_and_observe),
+        vreset=jax.jit(jax.vmap(reset_and_observe)),
+        vstep=jax.jit(vstep),
+    )
+
+
+def _core(map_name: str, episode_limit: int | None, enemy_shoots: bool, attack_mode: str) -> _Core:
+    """The cached compiled core for this configuration (jit caches live on it, so compile once per key)."""
+    _require_jaxmarl()
+    if map_name not in MAP_NAME_TO_SCENARIO:
+        raise UnknownMapError(
+            f"SMAX has no map {map_name!r}; available: {', '.join(available_maps())} "
+            f"(for other SMAC maps use StarCraft II: env id 'smac:{map_name}')"
+        )
+    limit = SMAX_DEFAULT_EPISODE_LIMIT if episode_limit is None else episode_limit
+    if not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"episode_limit must be a positive int, got {episode_limit!r}")
+    key = (map_name, limit, bool(enemy_shoots), attack_mode)
+    if key not in _CORES:
+        _CORES[key] = _build_core(map_name, limit, bool(enemy_shoots), attack_mode)
+    return _CORES[key]
+
+
+class SMAXEnv:
+    """One SMAX battle against JaxMARL's heuristic enemy, with SMAC's ``StarCraft2Env`` interface.
+
+    Shapes: obs [A, O], state [S], avail [A, U] with U = 6 + n_enemies (SMAC's action layout).
+    """
+
+    def __init__(
+        self,
+        map_name: str,
+        *,
+        seed: int = 0,
+        episode_limit: int | None = None,
+        enemy_shoots: bool = True,
+        attack_mode: str = "closest",
+    ) -> None:
+        self.map_name = map_name
+        self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode)
+        self.n_agents = self._core.n_agents
+        self.n_enemies = self._core.n_enemies
+        self.n_actions = self._core.n_actions
+        self.episode_limit = self._core.episode_limit
+        self._key = jax.random.PRNGKey(seed)
+        self._carry: Any = None
+        self._arrays: CTDEArrays | None = None
+        self._done = True
+        self.battles_won = 0
+        self.battles_game = 0
+        self.timeouts = 0
+
+    # --- SMAC interface -------------------------------------------------------------------------
+    def seed(self, seed: int) -> None:
+        """Seed the next ``reset`` (SMAC's env takes its seed at construction; this one can be reseeded)."""
+        self._key = jax.random.PRNGKey(seed)
+        self._carry = None  # the next reset starts from this key, not from the last episode's stream
+
+    def reset(self) -> tuple[np.ndarray, np.ndarray]:
+        """Start a battle; returns (obs list, state) like SMAC."""
+        if self._carry is not None:
+            self._key = self._carry[1]  # continue the key stream of the last episode
+        self._carry, observation = self._core.reset(self._key)
+        self._set_arrays(observation)
+        self._done = False
+        return self.get_obs(), self.get_state()
+
+    def step(self, actions: Any) -> tuple[float, bool, dict[str, Any]]:
+        """Apply one SMAC-layout action per agent; returns (reward, terminated, info) like SMAC.
+
+        ``terminated`` is true at a win, a loss and the time limit; ``info["episode_limit"]``
+        tells the time limit apart (like SMAC with ``continuing_episode=True``).
+        """
+        if self._done:
+            raise RuntimeError("SMAXEnv.step called on a finished episode; call reset() first")
+        actions_A = np.asarray(actions, dtype=np.int64).reshape(-1)
+        if actions_A.shape != (self.n_agents,):
+            raise ValueError(f"expected {self.n_agents} actions, got shape {np.shape(actions)}")
+        assert self._arrays is not None
+        legal = (actions_A >= 0) & (actions_A < self.n_actions)
+        legal[legal] = self._arrays.avail[legal.nonzero()[0], actions_A[legal]]
+        if not legal.all():
+            agent = int(np.flatnonzero(~legal)[0])
+            raise ValueError(
+                f"agent {agent} cannot take action {int(actions_A[agent])}; "
+                f"available: {np.flatnonzero(self._arrays.avail[agent]).tolist()}"
+            )
+        self._carry, observation, flags = self._core.step(self._carry, jnp.asarray(actions_A, dtype=jnp.int32))
+        observation, flags = jax.device_get((observation, flags))
+        reward, terminated, truncated, won, dead_allies, dead_enemies = flags
+        self._set_arrays(observation)
+        info: dict[str, Any] = {
+            "battle_won": bool(won),
+            "dead_allies": int(dead_allies),
+            "dead_enemies": int(dead_enemies),
+        }
+        done = bool(terminated) or bool(truncated)
+        if bool(truncated):
+            info["episode_limit"] = True
+            self.timeouts += 1
+        if done:
+            self._done = True
+            self.battles_game += 1
+            self.battles_won += int(won)
+        return float(reward), done, info
+
+    def _set_arrays(self, observation: Any) -> None:
+        self._arrays = _writable_arrays(observation)
+
+    def _arrays_or_raise(self) -> CTDEArrays:
+        if self._arrays is None:
+            raise RuntimeError("SMAXEnv has no observation yet; call reset() first")
+        return self._arrays
+
+    def get_obs(self) -> np.ndarray:
+        """All agents' observations [A, O] (SMAC returns a list of [O] arrays; this indexes the same)."""
+        return self._arrays_or_raise().obs
+
+    def get_obs_agent(self, agent_id: int) -> np.ndarray:
+        return self._arrays_or_raise().obs[agent_id]
+
+    def get_obs_size(self) -> int:
+        return self._core.obs_dim
+
+    def get_state(self) -> np.ndarray:
+        return self._arrays_or_raise().state
+
+    def get_state_size(self) -> int:
+        return self._core.state_dim
+
+    def get_avail_actions(self) -> np.ndarray:
+        """Available actions [A, U] as 0/1 ints (SMAC returns nested lists; this indexes the same)."""
+        return self._arrays_or_raise().avail.astype(np.int64)
+
+    def get_avail_agent_actions(self, agent_id: int) -> list[int]:
+        return self._arrays_or_raise().avail[agent_id].astype(np.int64).tolist()
+
+    def get_total_actions(self) -> int:
+        return self.n_actions
+
+    def get_env_info(self) -> dict[str, Any]:
+        return {
+            "n_agents": self.n_agents,
+            "n_actions": self.n_actions,
+            "obs_shape": self._core.obs_dim,
+            "state_shape": self._core.state_dim,
+            "episode_limit": self.episode_limit,
+        }
+
+    def get_stats(self) -> dict[str, float]:
+        return {
+            "battles_won": self.battles_won,
+            "battles_game": self.battles_game,
+            "win_rate": self.battles_won / max(self.battles_game, 1),
+            "timeouts": self.timeouts,
+        }
+
+    def get_unit_type_names(self) -> list[str] | None:
+        """Unit type of each agent (e.g. ``["stalker", "stalker", "zealot", ...]``); None for random types."""
+        return None if self._core.unit_types is None else list(self._core.unit_types)
+
+    def close(self) -> None:
+        self._carry = None
+        self._arrays = None
+        self._done = True
+
+
+class SMAXVecEnv:
+    """N SMAX battles stepped in one jitted, vmapped call; implements ``semzoo.types.VecCTDEEnv``.
+
+    Shapes: obs [N, A, O], state [N, S], avail [N, A, U], alive [N, A]; reward/terminated/truncated [N].
+    Env i seeded with ``seed + i`` follows the same trajectory as ``SMAXEnv`` seeded with ``seed + i``.
+    A finished env is frozen (repeats its final arrays, reward 0, flags false) until the next ``reset``.
+    """
+
+    def __init__(
+        self,
+        map_name: str,
+        n_envs: int,
+        *,
+        episode_limit: int | None = None,
+        enemy_shoots: bool = True,
+        attack_mode: str = "closest",
+    ) -> None:
+        if not isinstance(n_envs, int) or n_envs < 1:
+            raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
+        self.map_name = map_name
+        self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode)
+        self.n_envs = n_envs
+        self.n_agents = self._core.n_agents
+        self.obs_dim = self._core.obs_dim
+        self.state_dim = self._core.state_dim
+        self.n_actions = self._core.n_actions
+        self.episode_limit = self._core.episode_limit
+        self.agent_names = agent_names_for(self._core.unit_types, self.n_agents)
+        self._carry: Any = None
+        self._frozen_N = np.ones(n_envs, dtype=bool)
+        self._arrays: CTDEArrays | None = None
+
+    def reset(self, seed: int | None = None) -> CTDEArrays:
+        """Reset all N envs; env i is seeded with ``seed + i`` (without a seed, each continues its key stream)."""
+        if seed is not None or self._carry is None:
+            base = 0 if seed is None else seed
+            keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(base, base + self.n_envs))
+        else:
+            keys = self._carry[1]
+        self._carry, observation = self._core.vreset(keys)
+        self._frozen_N = np.zeros(self.n_envs, dtype=bool)
+        self._arrays = self._to_arrays(observation)
+        return self._arrays
+
+    def step(
+        self, actions: np.ndarray
+    ) -> tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """Step all N envs with SMAC-layout actions [N, A]; dead agents' actions are replaced by the no-op."""
+        if self._carry is None or self._arrays is None:
+            raise RuntimeError("SMAXVecEnv.step called before reset()")
+        actions_NA = np.asarray(actions)
+        if actions_NA.shape != (self.n_envs, self.n_agents):
+            raise ValueError(
+                f"actions must have shape [n_envs, n_agents] = {(self.n_envs, self.n_agents)}, got {actions_NA.shape}"
+            )
+        if not np.issubdtype(actions_NA.dtype, np.integer):
+            raise TypeError(f"actions must be integers, got dtype {actions_NA.dtype}")
+        self._check_legal(actions_NA)
+        frozen = jnp.asarray(self._frozen_N)
+        self._carry, observation, flags = self._core.vstep(
+            self._carry, jnp.asarray(actions_NA, dtype=jnp.int32), frozen
+        )
+        observation, flags = jax.device_get((observation, flags))
+        reward, terminated, truncated, won, _, _ = flags
+        self._arrays = self._to_arrays(observation)
+        self._frozen_N = self._frozen_N | terminated | truncated
+        info = {"battle_won": np.asarray(won, dtype=bool)}
+        return (
+            self._arrays,
+            np.asarray(reward, dtype=np.float32),
+            np.asarray(terminated, dtype=bool),
+            np.asarray(truncated, dtype=bool),
+            info,
+        )
+
+    def _check_legal(self, actions_NA: np.ndarray) -> None:
+        assert self._arrays is not None
+        live_NA = self._arrays.alive & ~self._frozen_N[:, None]
+        in_range = (actions_NA >= 0) & (actions_NA < self.n_actions)
+        chosen = np.take_along_axis(self._arrays.avail, np.clip(actions_NA, 0, self.n_actions - 1)[..., None], -1)
+        bad = live_NA & ~(in_range & chosen[..., 0])
+        if bad.any():
+            env_i, agent = (int(x) for x in np.argwhere(bad)[0])
+            raise ValueError(
+                f"env {env_i} agent {agent} cannot take action {int(actions_NA[env_i, agent])}; "
+                f"available: {np.flatnonzero(self._arrays.avail[env_i, agent]).tolist()}"
+            )
+
+    def _to_arrays(self, observation: Any) -> CTDEArrays:
+        return _writable_arrays(observation)
+
+    def close(self) -> None:
+        self._carry = None
+        self._arrays = None
+
+
+def _writable_arrays(observation: Any) -> CTDEArrays:
+    """Host copies (arrays from jax.device_get are read-only views) of (obs, state, avail, alive)."""
+    obs, state, avail, alive = (np.array(x) for x in jax.device_get(observation))
+    return CTDEArrays(obs=obs, state=state, avail=avail, alive=alive)
+
+
+def parallel_env(
+    map_name: str,
+    *,
+    seed: int = 0,
+    episode_limit: int | None = None,
+    enemy_shoots: bool = True,
+    attack_mode: str = "closest",
+) -> SMACParallelEnv:
+    """A PettingZoo ParallelEnv with ``state()`` over SMAX ``map_name`` (env id ``smax:<map>``)."""
+    backend = SMAXEnv(
+        map_name, seed=seed, episode_limit=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode
+    )
+    return SMACParallelEnv(
+        backend, obs_bounds=(OBS_LOW, OBS_HIGH), state_bounds=(STATE_LOW, STATE_HIGH), map_name=map_name
+    )
+
+
+__all__ = ["SMAXEnv", "SMAXVecEnv", "available_maps", "parallel_env", "agent_names_for"]

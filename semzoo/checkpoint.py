@@ -1,0 +1,198 @@
+"""Atomic, checksummed, complete checkpoints of a run.
+
+A checkpoint file is one header line, then the payload:
+
+    SEMZOO-CKPT <format> <sha256 of payload, hex> <payload bytes>\\n<payload>
+
+The payload is ``torch.save`` of a dict of tensors, plain Python values and numpy arrays
+(stored as tagged tensors), loaded back with ``weights_only=True``: reading a checkpoint never
+runs code. A file is written to a temporary name in the same folder, flushed, fsync'ed,
+renamed over its final name and the folder fsync'ed, so a reader sees the old file or the new
+one, never a partial one. A file whose length or checksum does not match is corrupt:
+``CheckpointManager.load_latest`` then falls back to the previous checkpoint with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+MAGIC = b"SEMZOO-CKPT"
+FORMAT_VERSION = 1
+CHECKPOINT_DIR = "checkpoints"
+FILE_PATTERN = re.compile(r"^step_(\d{12})\.ckpt$")
+TMP_SUFFIX = ".tmp"
+CORRUPT_SUFFIX = ".corrupt"
+KEEP_LAST = 2
+MAX_HEADER_BYTES = 256
+_NDARRAY_TAG = "__ndarray__"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, corrupt, or belongs to another run."""
+
+
+class CheckpointWarning(UserWarning):
+    """A corrupt checkpoint was skipped in favour of an earlier one."""
+
+
+# ----- payload encoding: numpy arrays as tagged tensors so torch.load(weights_only=True) reads them ---------------
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        array = np.ascontiguousarray(value)
+        return {_NDARRAY_TAG: torch.from_numpy(array.copy()), "dtype": array.dtype.str}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {key: _encode(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        encoded = [_encode(item) for item in value]
+        return encoded if isinstance(value, list) else tuple(encoded)
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        if _NDARRAY_TAG in value:
+            return value[_NDARRAY_TAG].numpy().astype(np.dtype(value["dtype"]), copy=False)
+        return {key: _decode(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        decoded = [_decode(item) for item in value]
+        return decoded if isinstance(value, list) else tuple(decoded)
+    return value
+
+
+# ----- one file ---------------------------------------------------------------------------------------------------
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # some platforms cannot open a folder; the rename is still atomic there
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: str | Path, *chunks: bytes | memoryview) -> None:
+    """Write ``chunks`` to ``path`` so that a crash leaves either the old file or the complete new one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
+    with open(tmp, "wb") as f:
+        for chunk in chunks:
+            f.write(chunk)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> int:
+    """Write ``payload`` atomically with its checksum; returns the file size in bytes."""
+    buffer = io.BytesIO()
+    torch.save(_encode(payload), buffer)
+    body = buffer.getbuffer()  # no copy: checkpoints of a full replay buffer run to gigabytes
+    header = b"%s %d %s %d\n" % (MAGIC, FORMAT_VERSION, hashlib.sha256(body).hexdigest().encode(), len(body))
+    write_atomic(path, header, body)
+    size = len(header) + len(body)
+    body.release()
+    return size
+
+
+def load_checkpoint(path: str | Path) -> dict[str, Any]:
+    """Read and verify one checkpoint; raises CheckpointError if it is truncated, altered or not a checkpoint."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise CheckpointError(f"cannot read checkpoint {path}: {err.strerror}") from None
+    newline = raw.find(b"\n", 0, MAX_HEADER_BYTES)
+    parts = raw[:newline].split(b" ") if newline > 0 else []
+    if len(parts) != 4 or parts[0] != MAGIC:
+        raise CheckpointError(f"checkpoint {path} is corrupt: it does not start with a semzoo checkpoint header")
+    if int(parts[1]) != FORMAT_VERSION:
+        raise CheckpointError(f"checkpoint {path} has format {int(parts[1])}, this semzoo reads format {FORMAT_VERSION}")
+    body = memoryview(raw)[newline + 1:]
+    if len(body) != int(parts[3]) or hashlib.sha256(body).hexdigest().encode() != parts[2]:
+        raise CheckpointError(f"checkpoint {path} is corrupt: its checksum does not match (partial or altered file)")
+    return _decode(torch.load(io.BytesIO(body), map_location="cpu", weights_only=True))
+
+
+# ----- the checkpoints of a run -----------------------------------------------------------------------------------
+
+
+class CheckpointManager:
+    """The ``checkpoints/`` folder of a run directory: ``step_<env steps>.ckpt``, the last ``keep`` kept."""
+
+    def __init__(self, run_dir: str | Path, *, keep: int = KEEP_LAST) -> None:
+        if keep < 1:
+            raise ValueError(f"keep={keep}: expected at least one checkpoint to keep")
+        self.folder = Path(run_dir) / CHECKPOINT_DIR
+        self.keep = keep
+
+    def path_for(self, env_steps: int) -> Path:
+        return self.folder / f"step_{env_steps:012d}.ckpt"
+
+    def paths(self) -> list[Path]:
+        """Complete-named checkpoint files, newest (most env steps) first."""
+        if not self.folder.is_dir():
+            return []
+        found = [(int(m.group(1)), p) for p in self.folder.iterdir() if (m := FILE_PATTERN.match(p.name))]
+        return [p for _, p in sorted(found, reverse=True)]
+
+    def save(self, payload: dict[str, Any], env_steps: int) -> tuple[Path, int]:
+        """Write the checkpoint for ``env_steps`` and drop all but the newest ``keep``; returns (path, bytes)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.path_for(env_steps)
+        size = save_checkpoint(path, payload)
+        for old in self.paths()[self.keep:]:
+            old.unlink(missing_ok=True)
+        return path, size
+
+    def clean_temporaries(self) -> None:
+        """Remove temporary files left by a writer that was killed mid-write."""
+        if self.folder.is_dir():
+            for p in self.folder.glob(f".*{TMP_SUFFIX}"):
+                p.unlink(missing_ok=True)
+
+    def load_latest(self, *, quarantine: bool = False) -> tuple[Path, dict[str, Any]] | None:
+        """The newest checkpoint that verifies, or None when there is none at all.
+
+        A corrupt newer file is skipped with a ``CheckpointWarning`` (and renamed ``*.corrupt`` when
+        ``quarantine``); if every file is corrupt, raises CheckpointError.
+        """
+        paths = self.paths()
+        if not paths:
+            return None
+        errors = []
+        for path in paths:
+            try:
+                payload = load_checkpoint(path)
+            except CheckpointError as err:
+                errors.append(str(err))
+                continue
+            for message in errors:
+                warnings.warn(f"{message}; using the earlier {path.name}", CheckpointWarning, stacklevel=2)
+            if quarantine:
+                for bad in paths[: len(errors)]:
+                    bad.replace(bad.with_name(bad.name + CORRUPT_SUFFIX))
+            return path, payload
+        raise CheckpointError(f"{errors[0]}, and no earlier valid checkpoint exists in {self.folder}")
+
+
+__all__ = ["CheckpointError", "CheckpointWarning", "CheckpointManager", "save_checkpoint", "load_checkpoint",
+           "write_atomic", "CHECKPOINT_DIR", "KEEP_LAST"]

@@ -1,0 +1,272 @@
+"""Learning curves and score tables over many runs (the paper's figures and Table 1).
+
+Runs are found from the ``config.json`` files under a folder; each contributes one series per
+metric from its ``metrics.csv``. The value of a run at step t is the metric at its last row at or
+before t (for test metrics, the last evaluation); a run that never trained to t has no value there.
+Curves show, per algorithm, the median across seeds and the 25-75 % band; tables average over
+seeds, then give the mean and the median across environments.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from semzoo.train import CONFIG_FILE, METRICS_FILE, load_run_config, read_metrics
+
+TARGET_METRICS = {"target_y": "y", "target_e": "E", "q_tot": "Q_tot"}
+"""Metric name -> label of the targets figure (paper: y, E and Q_tot over training)."""
+TARGET_STYLES = {"target_y": "-", "target_e": "--", "q_tot": ":"}
+BAND = (25.0, 75.0)
+FIGURE_DPI = 110
+PANEL_SIZE_IN = (4.8, 3.4)
+MAX_COLUMNS = 3
+BAND_ALPHA = 0.25
+
+
+@dataclass
+class RunSeries:
+    """One run: its identity and every metric as (steps, values), steps ascending."""
+
+    run_dir: Path
+    env: str
+    algo: str
+    seed: int
+    last_step: int
+    metrics: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+    def value_at(self, name: str, step: int) -> float:
+        """The metric at its last row at or before ``step``; NaN if the run did not train to ``step`` or has none."""
+        if name not in self.metrics or self.last_step < step:
+            return math.nan
+        steps, values = self.metrics[name]
+        i = int(np.searchsorted(steps, step, side="right")) - 1
+        return float(values[i]) if i >= 0 else math.nan
+
+
+def load_runs(root: str | Path) -> list[RunSeries]:
+    """Every run under ``root`` (found by its config.json), with its metrics."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"folder {str(root)!r} does not exist: expected a folder of run directories "
+                         "(made by `semzoo train` or `semzoo sweep`)")
+    runs = []
+    for config_path in sorted(root.rglob(CONFIG_FILE)):
+        run_dir = config_path.parent
+        if not (run_dir / METRICS_FILE).exists():
+            continue
+        config = load_run_config(run_dir)
+        rows = read_metrics(run_dir)
+        by_name: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        for row in rows:
+            by_name[row["name"]].append((row["env_steps"], row["value"]))
+        metrics = {}
+        for name, pairs in by_name.items():
+            pairs.sort(key=lambda p: p[0])  # stable: rows of one step keep their logged order
+            metrics[name] = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.float64))
+        last = max((r["env_steps"] for r in rows), default=0)
+        runs.append(RunSeries(run_dir=run_dir, env=config.env, algo=config.algo, seed=config.seed, last_step=last,
+                              metrics=metrics))
+    if not runs:
+        raise ValueError(f"no runs under {root}: expected run directories holding {CONFIG_FILE} and {METRICS_FILE}")
+    return runs
+
+
+def check_metric(runs: Sequence[RunSeries], metric: str) -> None:
+    """ValueError naming the known metrics when no run logged ``metric``."""
+    known = sorted({name for run in runs for name in run.metrics})
+    if metric not in known:
+        raise ValueError(f"unknown metric {metric!r}: the runs logged {', '.join(known)}")
+
+
+def _grouped(runs: Iterable[RunSeries]) -> dict[str, dict[str, list[RunSeries]]]:
+    """env -> algo -> runs (seeds), in first-seen order of envs and sorted algos."""
+    out: dict[str, dict[str, list[RunSeries]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        out[run.env][run.algo].append(run)
+    return {env: {algo: sorted(out[env][algo], key=lambda r: r.seed) for algo in sorted(out[env])} for env in out}
+
+
+def curve(runs: Sequence[RunSeries], metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, median, 25th, 75th percentile) across seeds, on the union of the seeds' logged steps.
+
+    A step counts only where every seed that trained to it has a value; shapes [K] each.
+    """
+    steps = np.unique(np.concatenate([run.metrics[metric][0] for run in runs if metric in run.metrics]))
+    values = np.array([[run.value_at(metric, int(s)) for s in steps] for run in runs])  # [seeds, K]
+    keep = ~np.all(np.isnan(values), axis=0)
+    steps, values = steps[keep], values[:, keep]
+    lo, mid, hi = np.nanpercentile(values, [BAND[0], 50.0, BAND[1]], axis=0)
+    return steps, mid, lo, hi
+
+
+def _figure(n_panels: int):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cols = min(n_panels, MAX_COLUMNS)
+    rows = math.ceil(n_panels / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(PANEL_SIZE_IN[0] * cols, PANEL_SIZE_IN[1] * rows), squeeze=False)
+    for ax in axes.flat[n_panels:]:
+        ax.set_visible(False)
+    return plt, fig, list(axes.flat)
+
+
+def _colours(algos: Sequence[str]) -> dict[str, tuple]:
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10"]
+    return {algo: cmap(i % cmap.N) for i, algo in enumerate(algos)}
+
+
+def plot_metric(runs: Sequence[RunSeries], metric: str, path: str | Path) -> Path:
+    """One panel per env: per algorithm the median across seeds and the 25-75 % band of ``metric``."""
+    check_metric(runs, metric)
+    groups = {env: algos for env, algos in _grouped(runs).items()
+              if any(metric in r.metrics for rs in algos.values() for r in rs)}
+    colours = _colours(sorted({algo for algos in groups.values() for algo in algos}))
+    plt, fig, axes = _figure(len(groups))
+    for ax, (env, algos) in zip(axes, groups.items()):
+        for algo, seeds in algos.items():
+            if not any(metric in r.metrics for r in seeds):
+                continue
+            steps, mid, lo, hi = curve([r for r in seeds if metric in r.metrics], metric)
+            ax.plot(steps, mid, color=colours[algo], label=f"{algo} ({len(seeds)} seeds)")
+            ax.fill_between(steps, lo, hi, color=colours[algo], alpha=BAND_ALPHA, linewidth=0)
+        ax.set_title(env)
+        ax.set_xlabel("env steps")
+        ax.set_ylabel(metric)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    return _save(plt, fig, path)
+
+
+def plot_targets(runs: Sequence[RunSeries], path: str | Path) -> Path | None:
+    """One panel per env: median y, E and Q_tot per algorithm over training; None when no run logged them."""
+    present = [m for m in TARGET_METRICS if any(m in r.metrics for r in runs)]
+    if not present:
+        return None
+    groups = _grouped(r for r in runs if any(m in r.metrics for m in present))
+    colours = _colours(sorted({algo for algos in groups.values() for algo in algos}))
+    plt, fig, axes = _figure(len(groups))
+    for ax, (env, algos) in zip(axes, groups.items()):
+        for algo, seeds in algos.items():
+            for metric in present:
+                with_metric = [r for r in seeds if metric in r.metrics]
+                if with_metric:
+                    steps, mid, _, _ = curve(with_metric, metric)
+                    ax.plot(steps, mid, color=colours[algo], linestyle=TARGET_STYLES[metric],
+                            label=f"{algo} {TARGET_METRICS[metric]}")
+        ax.set_title(f"{env}: targets")
+        ax.set_xlabel("env steps")
+        ax.set_ylabel("value")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="x-small", ncol=2)
+    return _save(plt, fig, path)
+
+
+def _save(plt, fig, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=FIGURE_DPI)
+    plt.close(fig)
+    return path
+
+
+def plot_runs(root: str | Path, metric: str = "test_win_rate", out: str | Path | None = None) -> list[Path]:
+    """``<metric>.png`` (and ``targets.png`` when memory metrics exist) for the runs under ``root``."""
+    runs = load_runs(root)
+    out = Path(out) if out is not None else Path(root) / "plots"
+    written = [plot_metric(runs, metric, out / f"{metric}.png")]
+    targets = plot_targets(runs, out / "targets.png")
+    if targets is not None:
+        written.append(targets)
+    return written
+
+
+# ----- the score table ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableRow:
+    step: int
+    algo: str
+    env: str
+    """An env id, or 'mean' / 'median' across envs."""
+    value: float
+    seeds: int
+    """Seeds that trained to ``step`` (for mean/median: envs with a value)."""
+
+
+SUMMARY_ENVS = ("mean", "median")
+
+
+def score_table(runs: Sequence[RunSeries], at: Sequence[int], metric: str = "test_win_rate") -> list[TableRow]:
+    """Per (step, algo, env): the mean over seeds of the metric at ``step``; then mean and median across envs."""
+    check_metric(runs, metric)
+    if not at or any(step < 0 for step in at):
+        raise ValueError(f"--at {list(at)}: expected one or more non-negative env-step counts, e.g. 250000,500000")
+    groups = _grouped(runs)
+    envs = list(groups)
+    algos = sorted({algo for algos in groups.values() for algo in algos})
+    rows = []
+    for step in at:
+        for algo in algos:
+            per_env = []
+            for env in envs:
+                values = [r.value_at(metric, step) for r in groups[env].get(algo, [])]
+                values = [v for v in values if not math.isnan(v)]
+                value = float(np.mean(values)) if values else math.nan
+                per_env.append(value)
+                rows.append(TableRow(step=step, algo=algo, env=env, value=value, seeds=len(values)))
+            known = [v for v in per_env if not math.isnan(v)]
+            rows.append(TableRow(step=step, algo=algo, env="mean", value=float(np.mean(known)) if known else math.nan,
+                                 seeds=len(known)))
+            rows.append(TableRow(step=step, algo=algo, env="median",
+                                 value=float(np.median(known)) if known else math.nan, seeds=len(known)))
+    return rows
+
+
+def _cell(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:.3f}"
+
+
+def table_markdown(rows: Sequence[TableRow], metric: str) -> str:
+    """One markdown table per step: a row per algorithm, a column per env, then mean and median."""
+    blocks = []
+    for step in dict.fromkeys(r.step for r in rows):
+        at_step = [r for r in rows if r.step == step]
+        envs = [e for e in dict.fromkeys(r.env for r in at_step) if e not in SUMMARY_ENVS]
+        columns = [*envs, *SUMMARY_ENVS]
+        lines = [f"{metric} at {step:,} env steps (mean over seeds)", "",
+                 "| algo | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
+        for algo in dict.fromkeys(r.algo for r in at_step):
+            cells = {r.env: r for r in at_step if r.algo == algo}
+            lines.append(f"| {algo} | " + " | ".join(_cell(cells[c].value) for c in columns) + " |")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def write_table_csv(rows: Sequence[TableRow], path: str | Path) -> Path:
+    """Long format: step, algo, env, value, seeds (env 'mean'/'median' for the summaries)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["step", "algo", "env", "value", "seeds"])
+        for r in rows:
+            writer.writerow([r.step, r.algo, r.env, "" if math.isnan(r.value) else repr(r.value), r.seeds])
+    return path
+
+
+__all__ = ["RunSeries", "TableRow", "load_runs", "check_metric", "curve", "plot_metric", "plot_targets", "plot_runs",
+           "score_table", "table_markdown", "write_table_csv", "TARGET_METRICS"]

@@ -1,0 +1,178 @@
+"""A grid of runs (env x algorithm x seed) on Ray: local by default, a cluster with ``address``.
+
+Each trial trains in its own run directory ``<out>/<env>_<algo>_seed<seed>``. A trial that raises is
+retried (at most ``max_retries`` times) and continues from its last checkpoint. Trials whose run
+directory holds ``final.json`` for at least the requested steps are skipped, so an interrupted
+sweep continues when the same command is run again. On a cluster ``out`` must be a folder every
+node sees (a shared filesystem).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from semzoo.config import TrainConfig
+from semzoo.train import Trainer, default_run_name, run_finished
+
+FAIL_ONCE_ENV = "SEMZOO_SWEEP_FAIL_ONCE"
+"""Test hook: the run name of one trial that raises once, half-way through its training."""
+FAIL_ONCE_MARKER = ".failed_once"
+NESTED_SECTIONS = ("agent", "mixer", "memory", "learner", "exploration")
+
+
+class InjectedFailure(RuntimeError):
+    """Raised by the fail-once test hook."""
+
+
+@dataclass(frozen=True)
+class Trial:
+    config: TrainConfig
+
+    @property
+    def name(self) -> str:
+        return self.config.run_name or default_run_name(self.config)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.config.out) / self.name
+
+
+@dataclass
+class SweepReport:
+    """What a sweep did: run names that finished now, were already finished, or failed (with the error)."""
+
+    finished: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``{'learner.batch_size': 8, 'test_interval': 500}`` applied to a ``TrainConfig.to_dict()``."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+    for key, value in overrides.items():
+        section, _, name = key.rpartition(".")
+        if section:
+            if section not in NESTED_SECTIONS or name not in out[section]:
+                raise ValueError(f"config key {key!r}: expected <field> or <section>.<field> with section one of "
+                                 f"{', '.join(NESTED_SECTIONS)} (see `semzoo train --help`)")
+            out[section][name] = value
+        else:
+            if key not in out or key in NESTED_SECTIONS:
+                raise ValueError(f"config key {key!r}: expected a field of TrainConfig such as test_interval, "
+                                 "or <section>.<field> such as learner.batch_size")
+            out[key] = value
+    return out
+
+
+def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[int], steps: int, out: str | Path,
+                overrides: dict[str, Any] | None = None) -> list[Trial]:
+    """The grid as validated configs, env-major; ValueError on a bad env/algo/override before anything runs."""
+    if not envs or not algos or not seeds:
+        raise ValueError(f"envs={list(envs)}, algos={list(algos)}, seeds={list(seeds)}: expected at least one of each")
+    base = apply_overrides(TrainConfig().to_dict(), overrides or {})
+    trials = []
+    for env in envs:
+        for algo in algos:
+            for seed in seeds:
+                data = {**base, "env": env, "algo": algo, "seed": int(seed), "steps": steps, "out": str(out),
+                        "run_name": None}
+                config = TrainConfig.from_dict(data)
+                trials.append(Trial(dataclasses.replace(config, run_name=default_run_name(config))))
+    return trials
+
+
+def run_trial(config_dict: dict[str, Any], threads: int = 1, fail_once: str | None = None) -> dict[str, Any]:
+    """Train one trial to its steps, resuming its run directory when it holds one; returns the final evaluation."""
+    import torch
+
+    torch.set_num_threads(max(1, threads))
+    trial = Trial(TrainConfig.from_dict(config_dict))
+    run_dir = trial.run_dir
+    if run_finished(run_dir, trial.config.steps):
+        return {"run": trial.name, "status": "skipped"}
+    progress = _fail_once_hook(run_dir, trial.config.steps) if fail_once == trial.name else None
+    if (run_dir / "config.json").exists():
+        trainer = Trainer.resume(run_dir, steps=trial.config.steps, progress=progress)
+    else:
+        trainer = Trainer(trial.config, run_dir=run_dir, progress=progress)
+    try:
+        result = trainer.run()
+    finally:
+        trainer.close()
+    return {"run": trial.name, "status": "finished", "result": result}
+
+
+def _fail_once_hook(run_dir: Path, steps: int) -> Callable[[dict[str, Any]], None]:
+    marker = run_dir / FAIL_ONCE_MARKER
+
+    def hook(info: dict[str, Any]) -> None:
+        if info["env_steps"] >= steps // 2 and not marker.exists():
+            marker.touch()
+            raise InjectedFailure(f"{FAIL_ONCE_ENV}: injected failure at {info['env_steps']} env steps")
+
+    return hook
+
+
+def run_sweep(trials: Sequence[Trial], *, address: str | None = None, max_retries: int = 2, cpus_per_trial: float = 1,
+              num_cpus: int | None = None, echo: Callable[[str], None] = print,
+              fail_once: str | None = None) -> SweepReport:
+    """Run the unfinished ``trials`` on Ray; a local Ray with ``num_cpus`` (default all) unless ``address``."""
+    if max_retries < 0:
+        raise ValueError(f"max_retries={max_retries}: expected >= 0")
+    if cpus_per_trial <= 0:
+        raise ValueError(f"cpus_per_trial={cpus_per_trial}: expected a positive number of CPUs")
+    report = SweepReport()
+    todo = []
+    for trial in trials:
+        if run_finished(trial.run_dir, trial.config.steps):
+            report.skipped.append(trial.name)
+        else:
+            todo.append(trial)
+    if not todo:
+        return report
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("sweeps run on Ray, which is not installed: pip install 'semzoo[ray]'") from None
+    fail_once = fail_once if fail_once is not None else os.environ.get(FAIL_ONCE_ENV)
+    started_here = not ray.is_initialized()
+    if started_here:
+        if address:
+            ray.init(address=address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    try:
+        remote = ray.remote(run_trial).options(num_cpus=cpus_per_trial, max_retries=max_retries,
+                                               retry_exceptions=True)
+        threads = max(1, int(cpus_per_trial))
+        pending = {remote.remote(t.config.to_dict(), threads, fail_once): t for t in todo}
+        echo(f"sweep: {len(todo)} trials to run, {len(report.skipped)} already finished")
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                trial = pending.pop(ref)
+                try:
+                    ray.get(ref)
+                except Exception as err:  # noqa: BLE001 - any trial error is reported, the sweep goes on
+                    cause = getattr(err, "cause", None) or err
+                    report.failed[trial.name] = f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1]}"
+                    echo(f"sweep: {trial.name} failed after {max_retries} retries: {report.failed[trial.name]}")
+                else:
+                    report.finished.append(trial.name)
+                    echo(f"sweep: {trial.name} finished ({len(report.finished)}/{len(todo)})")
+    finally:
+        if started_here:
+            ray.shutdown()
+    return report
+
+
+__all__ = ["Trial", "SweepReport", "plan_trials", "run_trial", "run_sweep", "apply_overrides", "FAIL_ONCE_ENV"]

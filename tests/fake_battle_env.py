@@ -1,0 +1,72 @@
+"""A tiny PettingZoo ParallelEnv with state() that reports ``battle_won``, for evaluation tests.
+
+Whether an episode is won is drawn from the reset seed alone (the agents cannot change it), and a
+won episode pays a reward of 1 at its last step: so the win rate must equal the mean return.
+Imported by id ``pz:fake_battle_env:parallel_env`` with ``tests/`` on the path.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo.utils.env import ParallelEnv
+
+EPISODE_STEPS = 3
+WIN_PROBABILITY = 0.5
+OBS_DIM = 2
+N_ACTIONS = 2
+
+
+class FakeBattleEnv(ParallelEnv):
+    metadata = {"name": "fake_battle_v0"}
+
+    def __init__(self, n_agents: int = 2, report_won: bool = True) -> None:
+        self.possible_agents = [f"agent_{i}" for i in range(n_agents)]
+        self.agents: list[str] = []
+        self.report_won = report_won
+        self.episode_limit = EPISODE_STEPS
+        self._rng = np.random.default_rng(0)
+        self._t = 0
+        self._won = False
+
+    @functools.lru_cache(maxsize=None)
+    def observation_space(self, agent: str) -> spaces.Box:
+        return spaces.Box(-1.0, 1.0, (OBS_DIM,), np.float32)
+
+    @functools.lru_cache(maxsize=None)
+    def action_space(self, agent: str) -> spaces.Discrete:
+        return spaces.Discrete(N_ACTIONS)
+
+    def state(self) -> np.ndarray:
+        return np.array([self._t / EPISODE_STEPS, float(self._won)], np.float32)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        return {a: np.array([self._t / EPISODE_STEPS, i], np.float32) for i, a in enumerate(self.agents)}
+
+    def reset(self, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self.agents = list(self.possible_agents)
+        self._t = 0
+        self._won = bool(self._rng.random() < WIN_PROBABILITY)
+        return self._obs(), {a: {} for a in self.agents}
+
+    def step(self, actions: dict[str, int]):
+        self._t += 1
+        last = self._t >= EPISODE_STEPS
+        reward = 1.0 if (last and self._won) else 0.0
+        agents = list(self.agents)
+        obs = self._obs()
+        rewards = {a: reward for a in agents}
+        terms = {a: last for a in agents}
+        truncs = {a: False for a in agents}
+        infos = {a: ({"battle_won": self._won} if last and self.report_won else {}) for a in agents}
+        if last:
+            self.agents = []
+        return obs, rewards, terms, truncs, infos
+
+
+def parallel_env(**kwargs) -> FakeBattleEnv:
+    return FakeBattleEnv(**kwargs)

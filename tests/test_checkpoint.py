@@ -1,0 +1,151 @@
+"""Checkpoints: atomic and checksummed files, fallback to the previous one, and exact resume."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from semzoo.checkpoint import (CheckpointError, CheckpointManager, CheckpointWarning, load_checkpoint,
+                               save_checkpoint)
+from semzoo.config import AgentConfig, LearnerConfig, MemoryConfig, TrainConfig
+from semzoo.train import TIMING_METRICS, Trainer, read_metrics, resume, run_finished, train
+
+MPE = "pz:mpe2.simple_spread_v3:parallel_env"
+
+
+def assert_same(a, b, path="payload"):
+    """Bitwise equality of nested dicts/lists of tensors, arrays and plain values."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b), path
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b), path
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for key in a:
+            assert_same(a[key], b[key], f"{path}[{key!r}]")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, f"{path}: {a!r} != {b!r}"
+
+
+def test_checkpoint_round_trip_keeps_tensors_arrays_and_plain_values(tmp_path):
+    payload = {"t": torch.arange(6).reshape(2, 3), "keys": np.arange(8, dtype=np.uint32).reshape(4, 2),
+               "meta": np.array([1, 2], np.int64), "rng": (3, (1, 2, 3), None), "x": 1.5, "s": "qmix",
+               "scalar": np.float32(2.0), "nested": [{"a": np.zeros(0, np.float32)}]}
+    path = tmp_path / "c.ckpt"
+    size = save_checkpoint(path, payload)
+    assert path.stat().st_size == size
+    loaded = load_checkpoint(path)
+    assert loaded["keys"].dtype == np.uint32 and np.array_equal(loaded["keys"], payload["keys"])
+    assert torch.equal(loaded["t"], payload["t"]) and loaded["rng"] == (3, (1, 2, 3), None)
+    assert loaded["scalar"] == 2.0 and loaded["nested"][0]["a"].shape == (0,)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip_byte", "garbage"])
+def test_damaged_checkpoint_is_detected(tmp_path, damage):
+    path = tmp_path / "c.ckpt"
+    save_checkpoint(path, {"w": torch.randn(100)})
+    raw = path.read_bytes()
+    if damage == "truncate":
+        path.write_bytes(raw[: len(raw) // 2])
+    elif damage == "flip_byte":
+        path.write_bytes(raw[:-10] + bytes([raw[-10] ^ 0xFF]) + raw[-9:])
+    else:
+        path.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(CheckpointError, match="corrupt"):
+        load_checkpoint(path)
+
+
+def test_manager_keeps_the_last_two_and_falls_back_past_a_corrupt_one(tmp_path):
+    manager = CheckpointManager(tmp_path)
+    for steps in (100, 200, 300):
+        manager.save({"steps": steps}, steps)
+    assert [p.name for p in manager.paths()] == ["step_000000000300.ckpt", "step_000000000200.ckpt"]
+    newest = manager.paths()[0]
+    newest.write_bytes(newest.read_bytes()[:-3])  # a torn write the checksum must catch
+    with pytest.warns(CheckpointWarning, match="using the earlier step_000000000200.ckpt"):
+        path, payload = manager.load_latest(quarantine=True)
+    assert payload["steps"] == 200 and path.name == "step_000000000200.ckpt"
+    assert (tmp_path / "checkpoints" / "step_000000000300.ckpt.corrupt").exists()
+
+
+def test_corrupt_checkpoint_with_no_earlier_one_is_an_error(tmp_path):
+    manager = CheckpointManager(tmp_path)
+    manager.save({"steps": 1}, 1)
+    manager.paths()[0].write_bytes(b"SEMZOO-CKPT 1 00 5\nhello")
+    with pytest.raises(CheckpointError, match="no earlier valid checkpoint"):
+        manager.load_latest()
+
+
+def test_a_writer_killed_mid_write_leaves_only_a_temporary_file(tmp_path):
+    manager = CheckpointManager(tmp_path)
+    manager.save({"steps": 10}, 10)
+    leftover = manager.folder / ".step_000000000020.ckpt.999.tmp"
+    leftover.write_bytes(b"SEMZOO-CKPT 1 half")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no corrupt-file warning: the temporary is never read
+        _, payload = manager.load_latest()
+    assert payload["steps"] == 10
+    manager.clean_temporaries()
+    assert not leftover.exists()
+
+
+def tiny_config(out, *, steps: int, algo: str = "sem-qmix") -> TrainConfig:
+    """MPE episodes of 5 steps, 2 envs: 10 env steps per iteration; the replay buffer wraps, the table updates."""
+    return TrainConfig(env=MPE, env_args={"max_cycles": 5}, algo=algo, steps=steps, n_envs=2, out=str(out),
+                       run_name="run", test_interval=60, test_episodes=3, log_interval=30, save_interval=50,
+                       agent=AgentConfig(hidden_dim=16), memory=MemoryConfig(pending_size=30, capacity=500),
+                       learner=LearnerConfig(batch_size=4, buffer_size=16, target_update_episodes=10))
+
+
+def comparable_rows(run_dir):
+    return [{k: v for k, v in r.items() if k != "wall_time"} for r in read_metrics(run_dir)
+            if r["name"] not in TIMING_METRICS]
+
+
+def test_resume_is_bitwise_identical_to_a_straight_run(tmp_path):
+    pytest.importorskip("mpe2")
+    total = 200
+    straight_dir, _ = train(tiny_config(tmp_path / "straight", steps=total), tensorboard=False)
+    half_dir, _ = train(tiny_config(tmp_path / "split", steps=total // 2), tensorboard=False)
+    assert run_finished(half_dir, total // 2) and not run_finished(half_dir, total)
+    resume(half_dir, steps=total, tensorboard=False)
+    assert run_finished(half_dir, total)
+
+    _, straight = CheckpointManager(straight_dir).load_latest()
+    _, split = CheckpointManager(half_dir).load_latest()
+    assert straight["counters"]["env_steps"] == total and straight["counters"]["updates"] > 0
+    assert straight["memory"]["n_entries"] > 0 and straight["buffer"]["size"] == 16
+    for key in ("learner", "buffer", "memory", "rng", "loop", "counters"):
+        if key == "counters":
+            straight[key].pop("wall_time"), split[key].pop("wall_time")
+        assert_same(straight[key], split[key], key)
+    rows = comparable_rows(straight_dir)
+    assert len(rows) > 50 and rows == comparable_rows(half_dir)
+
+
+def test_a_fresh_run_refuses_a_directory_that_holds_checkpoints(tmp_path):
+    pytest.importorskip("mpe2")
+    config = tiny_config(tmp_path, steps=20)
+    train(config, tensorboard=False)
+    with pytest.raises(ValueError, match="--resume"):
+        Trainer(config, run_dir=tmp_path / "run")
+
+
+def test_tensorboard_events_carry_the_metric_names(tmp_path):
+    pytest.importorskip("mpe2")
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run_dir, _ = train(tiny_config(tmp_path, steps=60, algo="qmix"))
+    events = EventAccumulator(str(run_dir / "tensorboard"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    assert {"loss", "return_mean", "test_return_mean", "steps_per_s"} <= tags
+    assert tags == {r["name"] for r in read_metrics(run_dir)}

@@ -1,0 +1,100 @@
+"""Greedy evaluation: epsilon 0, exactly the episodes asked, win rate from `battle_won`; `semzoo evaluate`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from semzoo.cli import app
+from semzoo.config import AgentConfig, LearnerConfig, TrainConfig
+from semzoo.train import Trainer, evaluate_run, train
+
+TESTS_DIR = str(Path(__file__).parent)
+FAKE = "pz:fake_battle_env:parallel_env"
+
+
+@pytest.fixture(autouse=True)
+def tests_on_path(monkeypatch):
+    monkeypatch.syspath_prepend(TESTS_DIR)
+
+
+def fake_config(**kw) -> TrainConfig:
+    base = dict(env=FAKE, algo="qmix", steps=60, n_envs=2, test_episodes=7, test_interval=30, log_interval=30,
+                agent=AgentConfig(hidden_dim=8), learner=LearnerConfig(batch_size=4, buffer_size=16))
+    return TrainConfig(**{**base, **kw})
+
+
+def test_evaluation_is_greedy_and_runs_exactly_the_episodes_asked():
+    trainer = Trainer(fake_config())
+    calls = []
+    real_run = trainer.runner.run
+
+    def spy(**kwargs):
+        calls.append(kwargs["epsilon"])
+        return real_run(**kwargs)
+
+    trainer.runner.run = spy
+    try:
+        before = trainer.generator.get_state()
+        result = trainer.evaluate()  # 7 episodes from batches of 2 envs: 4 batches, cut to 7
+        assert result.episodes == 7 and calls == [0.0] * 4
+        assert torch.equal(before, trainer.generator.get_state())  # greedy: no exploration draw
+        assert trainer.evaluate(5).episodes == 5
+    finally:
+        trainer.close()
+
+
+def test_win_rate_comes_from_battle_won():
+    """The fake env pays 1 exactly in won episodes, so the win rate must equal the mean return."""
+    trainer = Trainer(fake_config())
+    try:
+        result = trainer.evaluate(32, seed=11)
+        assert result.win_rate is not None and 0.0 < result.win_rate < 1.0
+        assert result.win_rate == result.return_mean
+        assert trainer.evaluate(32, seed=11) == result  # a given seed replays the same episodes
+    finally:
+        trainer.close()
+
+
+def test_no_win_rate_when_the_env_does_not_report_battle_won():
+    trainer = Trainer(fake_config(env_args={"report_won": False}))
+    try:
+        result = trainer.evaluate(6)
+        assert result.win_rate is None and "test_win_rate" not in result.as_metrics()
+    finally:
+        trainer.close()
+
+
+def test_training_logs_test_win_rate_every_test_interval(tmp_path):
+    from semzoo.train import read_metrics
+
+    run_dir, result = train(fake_config(out=str(tmp_path)), tensorboard=False)
+    steps = [r["env_steps"] for r in read_metrics(run_dir) if r["name"] == "test_win_rate"]
+    assert steps == [30, 60] and "test_win_rate" in result
+
+
+def test_evaluate_command_replays_the_last_checkpoint(tmp_path):
+    run_dir, _ = train(fake_config(out=str(tmp_path)), tensorboard=False)
+    config, expected, at_steps = evaluate_run(run_dir, episodes=9, seed=3)
+    assert at_steps == 60 and expected.episodes == 9
+    out = CliRunner().invoke(app, ["evaluate", str(run_dir), "--episodes", "9", "--seed", "3"])
+    assert out.exit_code == 0, out.output
+    assert f"return {expected.return_mean:.3f}" in out.output and f"win rate {expected.win_rate:.3f}" in out.output
+    assert "9 greedy episodes" in out.output and "60 env steps" in out.output
+
+
+@pytest.mark.smax
+@pytest.mark.long  # ~25 s of JAX compilation on 2 cores
+def test_smax_evaluation_reports_a_win_rate():
+    pytest.importorskip("jaxmarl")
+    trainer = Trainer(TrainConfig(env="smax:3m", algo="qmix", n_envs=2, test_episodes=2,
+                                  agent=AgentConfig(hidden_dim=8), learner=LearnerConfig(batch_size=2, buffer_size=4)))
+    try:
+        result = trainer.evaluate()
+        assert result.episodes == 2 and result.win_rate in (0.0, 0.5, 1.0)
+    finally:
+        trainer.close()

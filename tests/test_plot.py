@@ -1,0 +1,124 @@
+"""Curves and score tables from fixture metric files with known values."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from semzoo.cli import app
+from semzoo.config import TrainConfig
+from semzoo.plot import load_runs, plot_runs, score_table, table_markdown, write_table_csv
+from semzoo.train import METRIC_FIELDS
+
+STEPS = (0, 100, 200, 300)
+FILLER = {0: 0.0, 200: 0.99}
+"""Values at steps the table never reads at t = 150 or 300: a wrong lookup shows."""
+WIN_RATE = {  # (env, algo) -> per seed (value at 100, value at 300)
+    ("matrix:climbing", "qmix"): [(0.1, 0.5), (0.2, 0.5), (0.6, 0.8)],
+    ("matrix:climbing", "sem-qmix"): [(0.4, 0.9), (0.4, 1.0), (0.4, 0.8)],
+    ("matrix:penalty", "qmix"): [(0.0, 0.2), (0.0, 0.2), (0.3, 0.2)],
+    ("matrix:penalty", "sem-qmix"): [(0.5, 0.7), (0.6, 0.7), (0.7, 1.0)],
+    ("matrix:qtran", "qmix"): [(0.9, 0.0), (0.9, 0.0), (0.9, 0.0)],
+    ("matrix:qtran", "sem-qmix"): [(1.0, 0.1), (1.0, 0.1), (1.0, 0.1)],
+}
+SHORT_SEED_VALUE_AT_100 = 0.1
+"""A 4th penalty/qmix seed that stopped at step 200: it counts at t = 150 but not at t = 300."""
+
+
+def write_run(root, env, algo, seed, values_by_step, memory=False):
+    config = TrainConfig(env=env, algo=algo, seed=seed, steps=max(values_by_step))
+    run_dir = root / f"{env.replace(':', '_')}_{algo}_seed{seed}"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
+    with (run_dir / "metrics.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(METRIC_FIELDS)
+        for step, value in values_by_step.items():
+            writer.writerow([step, step // 2, step // 2, 0.1, "return_mean", 1.0])
+            writer.writerow([step, step // 2, step // 2, 0.1, "test_win_rate", value])
+            if memory:
+                for i, name in enumerate(("target_y", "target_e", "q_tot")):
+                    writer.writerow([step, step // 2, step // 2, 0.1, name, step / 100 + i + seed])
+
+
+@pytest.fixture
+def runs_root(tmp_path):
+    root = tmp_path / "sweep"
+    for (env, algo), seeds in WIN_RATE.items():
+        for seed, (at100, at300) in enumerate(seeds):
+            write_run(root, env, algo, seed, {0: FILLER[0], 100: at100, 200: FILLER[200], 300: at300},
+                      memory=algo.startswith("sem"))
+    write_run(root, "matrix:penalty", "qmix", 3, {0: 0.0, 100: SHORT_SEED_VALUE_AT_100, 200: FILLER[200]})
+    return root
+
+
+def table_values(rows):
+    return {(r.step, r.algo, r.env): (r.value, r.seeds) for r in rows}
+
+
+def test_table_reads_the_last_evaluation_at_or_before_each_step(runs_root):
+    got = table_values(score_table(load_runs(runs_root), [150, 300]))
+    expected = {
+        (150, "qmix", "matrix:climbing"): (0.3, 3), (150, "qmix", "matrix:penalty"): (0.1, 4),
+        (150, "qmix", "matrix:qtran"): (0.9, 3), (150, "qmix", "mean"): (1.3 / 3, 3), (150, "qmix", "median"): (0.3, 3),
+        (150, "sem-qmix", "matrix:climbing"): (0.4, 3), (150, "sem-qmix", "matrix:penalty"): (0.6, 3),
+        (150, "sem-qmix", "matrix:qtran"): (1.0, 3), (150, "sem-qmix", "mean"): (2.0 / 3, 3),
+        (150, "sem-qmix", "median"): (0.6, 3),
+        (300, "qmix", "matrix:climbing"): (0.6, 3), (300, "qmix", "matrix:penalty"): (0.2, 3),
+        (300, "qmix", "matrix:qtran"): (0.0, 3), (300, "qmix", "mean"): (0.8 / 3, 3), (300, "qmix", "median"): (0.2, 3),
+        (300, "sem-qmix", "matrix:climbing"): (0.9, 3), (300, "sem-qmix", "matrix:penalty"): (0.8, 3),
+        (300, "sem-qmix", "matrix:qtran"): (0.1, 3), (300, "sem-qmix", "mean"): (1.8 / 3, 3),
+        (300, "sem-qmix", "median"): (0.8, 3),
+    }
+    assert got.keys() == expected.keys()
+    for key, (value, seeds) in expected.items():
+        assert got[key][0] == pytest.approx(value, abs=1e-12), key
+        assert got[key][1] == seeds, key
+
+
+def test_table_markdown_and_csv(runs_root, tmp_path):
+    rows = score_table(load_runs(runs_root), [150])
+    text = table_markdown(rows, "test_win_rate")
+    assert "| algo | matrix:climbing | matrix:penalty | matrix:qtran | mean | median |" in text
+    assert "| qmix | 0.300 | 0.100 | 0.900 | 0.433 | 0.300 |" in text
+    assert "| sem-qmix | 0.400 | 0.600 | 1.000 | 0.667 | 0.600 |" in text
+    path = write_table_csv(rows, tmp_path / "t.csv")
+    with path.open() as f:
+        read = list(csv.DictReader(f))
+    assert len(read) == 2 * 5
+    assert {(r["algo"], r["env"]): float(r["value"]) for r in read}[("qmix", "median")] == 0.3
+
+
+def test_steps_past_every_run_give_no_value(runs_root):
+    got = table_values(score_table(load_runs(runs_root), [10_000]))
+    assert np.isnan(got[(10_000, "qmix", "mean")][0]) and got[(10_000, "qmix", "matrix:climbing")][1] == 0
+    assert "n/a" in table_markdown(score_table(load_runs(runs_root), [10_000]), "test_win_rate")
+
+
+def distinct_colours(path) -> int:
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(str(path))[..., :3].reshape(-1, 3)
+    return len(np.unique((pixels * 255).round().astype(np.uint8), axis=0))
+
+
+def test_plot_writes_curves_and_targets_pngs(runs_root, tmp_path):
+    written = plot_runs(runs_root, metric="test_win_rate", out=tmp_path / "plots")
+    assert [p.name for p in written] == ["test_win_rate.png", "targets.png"]
+    for path in written:
+        assert path.stat().st_size > 20_000
+        assert distinct_colours(path) > 20  # two algorithm colours, their bands, antialiasing, text
+
+
+def test_plot_and_table_commands(runs_root, tmp_path):
+    runner = CliRunner()
+    out = runner.invoke(app, ["table", str(runs_root), "--at", "150,300", "--csv", str(tmp_path / "t.csv")])
+    assert out.exit_code == 0, out.output
+    assert "| sem-qmix | 0.900 | 0.800 | 0.100 | 0.600 | 0.800 |" in out.output and (tmp_path / "t.csv").exists()
+    out = runner.invoke(app, ["plot", str(runs_root), "--metric", "test_win_rate", "--out", str(tmp_path / "p")])
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "p" / "test_win_rate.png").exists()

@@ -1,0 +1,297 @@
+"""SMAX through the SMAC interface: PettingZoo API, seeding, wins and timeouts, the vectorized env,
+and a soak of random episodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("jaxmarl")
+
+from pettingzoo.test import api_test, parallel_api_test  # noqa: E402
+from pettingzoo.utils.conversions import parallel_to_aec  # noqa: E402
+
+from semzoo.envs.smax import SMAXEnv, SMAXVecEnv, available_maps, parallel_env  # noqa: E402
+from semzoo.maps import PAPER_MAPS, SMAC_MAPS, SMAX_BACKEND, UnknownMapError  # noqa: E402
+from semzoo.types import VecCTDEEnv  # noqa: E402
+
+pytestmark = pytest.mark.smax
+
+MAPS = ["3m", "2s3z", "3s5z"]  # homogeneous, heterogeneous, heterogeneous and larger
+SOAK_EPISODES = 1000
+SHORT_SOAK_EPISODES = 100
+SOAK_ENVS = 100
+NOOP, STOP, EAST = 0, 1, 4
+FIRST_ATTACK = 6
+
+
+def random_actions(env, obs, rng):
+    return {a: int(rng.choice(np.flatnonzero(obs[a]["action_mask"]))) for a in env.agents}
+
+
+def random_vec_actions(avail_NAU: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A uniformly random available action per agent [N, A]."""
+    return (rng.random(avail_NAU.shape) * avail_NAU).argmax(-1)
+
+
+def attack_or_advance(avail_AU: np.ndarray) -> np.ndarray:
+    """Attack the first enemy in range, else walk east towards the enemy team [A]."""
+    attack = avail_AU[:, FIRST_ATTACK:]
+    act = np.where(avail_AU[:, EAST] == 1, EAST, STOP)
+    act = np.where(attack.any(-1), FIRST_ATTACK + attack.argmax(-1), act)
+    return np.where(avail_AU[:, NOOP] == 1, NOOP, act)
+
+
+@pytest.mark.parametrize("map_name", MAPS)
+def test_parallel_api_test_passes(map_name):
+    parallel_api_test(parallel_env(map_name), num_cycles=200)
+
+
+@pytest.mark.parametrize("map_name", MAPS)
+def test_aec_api_test_passes(map_name):
+    api_test(parallel_to_aec(parallel_env(map_name)), num_cycles=200)
+
+
+@pytest.mark.parametrize("map_name", MAPS)
+def test_state_and_obs_stay_in_their_spaces_every_step(map_name):
+    env = parallel_env(map_name)
+    rng = np.random.default_rng(0)
+    obs, _ = env.reset(seed=1)
+    for _ in range(3):
+        assert env.state() in env.state_space
+        while env.agents:
+            obs, *_ = env.step(random_actions(env, obs, rng))
+            assert env.state() in env.state_space
+            assert all(o in env.observation_space(a) for a, o in obs.items())
+        obs, _ = env.reset()
+
+
+def play(env, seed: int, n_episodes: int) -> list:
+    """Random play from a fixed action seed: the trace of every step of n_episodes."""
+    rng = np.random.default_rng(123)
+    trace = []
+    obs, _ = env.reset(seed=seed)
+    for _ in range(n_episodes):
+        while env.agents:
+            obs, rew, term, trunc, info = env.step(random_actions(env, obs, rng))
+            trace.append(
+                (
+                    {a: o["observation"].copy() for a, o in obs.items()},
+                    env.state().copy(),
+                    rew,
+                    term,
+                    trunc,
+                )
+            )
+        obs, _ = env.reset()
+    return trace
+
+
+def traces_equal(a: list, b: list) -> bool:
+    if len(a) != len(b):
+        return False
+    for (oa, sa, ra, ta, ua), (ob, sb, rb, tb, ub) in zip(a, b):
+        if oa.keys() != ob.keys() or (ra, ta, ua) != (rb, tb, ub) or not np.array_equal(sa, sb):
+            return False
+        if not all(np.array_equal(oa[k], ob[k]) for k in oa):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("map_name", ["3m", "2s3z"])
+def test_same_seed_gives_same_episodes_and_other_seed_differs(map_name):
+    first = play(parallel_env(map_name), seed=5, n_episodes=3)
+    again = play(parallel_env(map_name), seed=5, n_episodes=3)
+    other = play(parallel_env(map_name), seed=6, n_episodes=3)
+    assert traces_equal(first, again)
+    assert not traces_equal(first, other)
+
+
+@pytest.mark.parametrize("map_name", ["1c3s5z", "2s_vs_1sc", "2c_vs_64zg", "MMM2", "bane_vs_bane"])
+def test_paper_map_missing_from_smax_lists_available_maps(map_name):
+    assert map_name in PAPER_MAPS
+    with pytest.raises(UnknownMapError, match="available: .*2s3z.*3m"):
+        parallel_env(map_name)
+
+
+def test_agent_names_carry_unit_types():
+    assert parallel_env("2s3z").possible_agents == ["stalker_0", "stalker_1", "zealot_0", "zealot_1", "zealot_2"]
+    assert parallel_env("3m").possible_agents == ["marine_0", "marine_1", "marine_2"]
+
+
+def test_win_terminates_with_battle_won_and_win_bonus():
+    env = SMAXEnv("3m", seed=0, enemy_shoots=False)
+    env.reset()
+    done, info, reward = False, {}, 0.0
+    while not done:
+        reward, done, info = env.step(attack_or_advance(np.array(env.get_avail_actions())))
+    assert info["battle_won"] and "episode_limit" not in info
+    assert info["dead_enemies"] == 3 and info["dead_allies"] == 0
+    assert reward >= 1.0  # SMAX's win bonus
+    assert env.get_stats()["battles_won"] == 1
+
+
+def test_wrapper_reports_win_as_termination():
+    env = parallel_env("3m", enemy_shoots=False)
+    obs, _ = env.reset(seed=0)
+    while env.agents:
+        avail = np.stack([obs[a]["action_mask"] for a in env.agents])
+        acts = dict(zip(env.agents, attack_or_advance(avail).tolist()))
+        obs, _, term, trunc, infos = env.step(acts)
+    assert all(term.values()) and not any(trunc.values())
+    assert all(i["battle_won"] for i in infos.values())
+
+
+def test_time_limit_is_truncation_not_termination():
+    env = parallel_env("3m", episode_limit=5)
+    env.reset(seed=0)
+    steps = 0
+    while env.agents:
+        _, _, term, trunc, infos = env.step({a: STOP for a in env.agents})
+        steps += 1
+    assert steps == 5
+    assert all(trunc.values()) and not any(term.values())
+    assert all(i["episode_limit"] and not i["battle_won"] for i in infos.values())
+
+
+def test_illegal_action_is_rejected_with_the_legal_ones():
+    env = SMAXEnv("3m")
+    env.reset()
+    with pytest.raises(ValueError, match="cannot take action 0"):
+        env.step([0, 1, 1])  # the no-op is for dead agents only
+
+
+def test_vec_env_implements_protocol_with_fixed_shapes():
+    vec = SMAXVecEnv("3m", 4)
+    assert isinstance(vec, VecCTDEEnv)
+    arrays = vec.reset(seed=0)
+    n, a, u = 4, vec.n_agents, vec.n_actions
+    assert arrays.obs.shape == (n, a, vec.obs_dim) and arrays.obs.dtype == np.float32
+    assert arrays.state.shape == (n, vec.state_dim) and arrays.state.dtype == np.float32
+    assert arrays.avail.shape == (n, a, u) and arrays.avail.dtype == bool
+    assert arrays.alive.shape == (n, a) and arrays.alive.all()
+    assert vec.agent_names == ["marine_0", "marine_1", "marine_2"]
+    out, reward, term, trunc, info = vec.step(random_vec_actions(arrays.avail, np.random.default_rng(0)))
+    assert reward.shape == term.shape == trunc.shape == info["battle_won"].shape == (n,)
+
+
+def test_vec_env_freezes_finished_envs_until_reset():
+    vec = SMAXVecEnv("3m", 2, episode_limit=3)
+    arrays = vec.reset(seed=0)
+    for _ in range(3):
+        arrays, reward, term, trunc, _ = vec.step(np.full((2, 3), STOP))
+    assert trunc.all() and not term.any()
+    final_state = arrays.state.copy()
+    arrays, reward, term, trunc, _ = vec.step(np.full((2, 3), STOP))
+    assert not (term | trunc).any() and (reward == 0).all()
+    np.testing.assert_array_equal(arrays.state, final_state)
+
+
+@pytest.mark.parametrize("map_name", ["3m", "2s3z"])
+def test_vec_env_follows_the_single_env_trajectories(map_name):
+    n, seed = 3, 10
+    vec = SMAXVecEnv(map_name, n)
+    singles = [SMAXEnv(map_name) for _ in range(n)]
+    rng = np.random.default_rng(0)
+    for episode in range(2):
+        arrays = vec.reset(seed=seed if episode == 0 else None)
+        for i, env in enumerate(singles):
+            if episode == 0:
+                env.seed(seed + i)
+            env.reset()
+        done = np.zeros(n, dtype=bool)
+        while not done.all():
+            for i, env in enumerate(singles):
+                if not done[i]:
+                    np.testing.assert_array_equal(arrays.obs[i], np.stack(env.get_obs()))
+                    np.testing.assert_array_equal(arrays.state[i], env.get_state())
+                    np.testing.assert_array_equal(arrays.avail[i], np.array(env.get_avail_actions(), dtype=bool))
+            actions = random_vec_actions(arrays.avail, rng)
+            arrays, reward, term, trunc, info = vec.step(actions)
+            for i, env in enumerate(singles):
+                if done[i]:
+                    continue
+                r, ended, inf = env.step(actions[i])
+                assert r == pytest.approx(float(reward[i]), abs=1e-6)
+                assert ended == bool(term[i] or trunc[i])
+                assert inf["battle_won"] == bool(info["battle_won"][i])
+                assert inf.get("episode_limit", False) == bool(trunc[i])
+            done |= term | trunc
+
+
+SOAK_CASES = [
+    ("3m", SOAK_EPISODES),
+    ("2s3z", SHORT_SOAK_EPISODES),
+    ("3s5z", SHORT_SOAK_EPISODES),
+    pytest.param("2s3z", SOAK_EPISODES, marks=pytest.mark.long),
+    pytest.param("3s5z", SOAK_EPISODES, marks=pytest.mark.long),
+    pytest.param("27m_vs_30m", SOAK_EPISODES, marks=pytest.mark.long),
+]
+
+
+@pytest.mark.parametrize(("map_name", "n_episodes"), SOAK_CASES)
+def test_soak_random_episodes_stay_legal_finite_and_in_bounds(map_name, n_episodes):
+    """Random episodes in the vectorized env, SOAK_ENVS at a time.
+
+    Default suite: 1000 on 3m, 100 on 2s3z and 3s5z; with -m long: 1000 on 2s3z, 3s5z, 27m_vs_30m.
+    """
+    vec = SMAXVecEnv(map_name, SOAK_ENVS)
+    rng = np.random.default_rng(0)
+    episodes = 0
+    batch = 0
+    while episodes < n_episodes:
+        arrays = vec.reset(seed=batch * SOAK_ENVS)
+        running = np.ones(SOAK_ENVS, dtype=bool)
+        for _ in range(vec.episode_limit):
+            check_arrays(arrays, running)
+            arrays, reward, term, trunc, _ = vec.step(random_vec_actions(arrays.avail, rng))
+            assert np.isfinite(reward).all()
+            running &= ~(term | trunc)
+            if not running.any():
+                break
+        assert not running.any(), "an episode outlived the episode limit"
+        check_arrays(arrays, np.ones(SOAK_ENVS, dtype=bool))
+        episodes += SOAK_ENVS
+        batch += 1
+
+
+def check_arrays(arrays, running: np.ndarray) -> None:
+    obs, state, avail, alive = arrays.obs[running], arrays.state[running], arrays.avail[running], arrays.alive[running]
+    assert np.isfinite(obs).all() and np.isfinite(state).all()
+    assert obs.min() >= -1.0 and obs.max() <= 1.0
+    assert state.min() >= 0.0 and state.max() <= 1.0
+    assert avail.any(-1).all(), "an agent without a legal action"
+    np.testing.assert_array_equal(avail[..., NOOP], ~alive)  # the no-op is the dead agents' only action
+    assert not avail[~alive][:, 1:].any()
+    assert not obs[~alive].any()
+
+
+def test_wrapper_soak_keys_are_the_live_agents():
+    env = parallel_env("3m")
+    rng = np.random.default_rng(0)
+    obs, _ = env.reset(seed=0)
+    for _ in range(100):
+        live = set(env.agents)
+        assert set(obs) == live
+        while env.agents:
+            obs, rew, term, trunc, info = env.step(random_actions(env, obs, rng))
+            assert set(obs) == set(rew) == set(term) == set(trunc) == set(info) == live
+            assert all(o in env.observation_space(a) for a, o in obs.items())
+            assert np.isfinite(env.state()).all()
+            live = set(env.agents)
+            assert all(o["action_mask"].any() for a, o in obs.items() if a in live)
+        obs, _ = env.reset()
+
+
+def test_map_table_smax_sizes_match_what_smax_reports():
+    smax_maps = {m.name for m in SMAC_MAPS.values() if SMAX_BACKEND in m.backends}
+    assert smax_maps == {m for m in available_maps() if not m.startswith("smacv2")}
+    for name in ["3m", "2s3z", "3s5z", "27m_vs_30m", "6h_vs_8z"]:
+        env = SMAXEnv(name)
+        m = SMAC_MAPS[name]
+        assert (env.get_obs_size(), env.get_state_size(), env.n_actions) == (
+            m.smax_obs_dim,
+            m.smax_state_dim,
+            m.n_actions,
+        )
+        assert env.n_agents == m.n_agents and env.n_enemies == m.n_enemies

@@ -1,0 +1,72 @@
+"""Sweeps on a local Ray: a 2 x 2 x 2 grid with one trial failing once; re-running does nothing new."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from semzoo.cli import app
+from semzoo.sweep import FAIL_ONCE_ENV, apply_overrides, plan_trials, run_trial
+from semzoo.train import TIMING_METRICS, read_metrics, run_finished
+
+ENVS = ["matrix:climbing", "matrix:penalty"]
+ALGOS = ["vdn", "sem-qmix"]
+STEPS = 200
+OVERRIDES = {"n_envs": 4, "test_interval": 50, "test_episodes": 4, "log_interval": 20, "save_interval": 40,
+             "learner.batch_size": 8, "learner.buffer_size": 32, "memory.capacity": 1000, "memory.pending_size": 20,
+             "agent.hidden_dim": 8}
+FAILING = "matrix_climbing_vdn_seed1"
+
+
+def sweep_args(out) -> list[str]:
+    args = ["sweep", "--envs", ",".join(ENVS), "--algos", ",".join(ALGOS), "--seeds", "2", "--steps", str(STEPS),
+            "--out", str(out), "--num-cpus", "2", "--max-retries", "2"]
+    for key, value in OVERRIDES.items():
+        args += ["--set", f"{key}={json.dumps(value)}"]
+    return args
+
+
+def comparable_rows(run_dir):
+    return [(r["env_steps"], r["name"], r["value"]) for r in read_metrics(run_dir) if r["name"] not in TIMING_METRICS]
+
+
+def test_overrides_reach_nested_config_fields():
+    data = apply_overrides({"test_interval": 1, "learner": {"batch_size": 32}}, {"learner.batch_size": 8})
+    assert data == {"test_interval": 1, "learner": {"batch_size": 8}}
+    with pytest.raises(ValueError, match="learner.nope"):
+        apply_overrides({"learner": {"batch_size": 32}}, {"learner.nope": 1})
+
+
+def test_plan_is_the_full_grid_with_one_run_directory_per_trial(tmp_path):
+    trials = plan_trials(envs=ENVS, algos=ALGOS, seeds=range(2), steps=STEPS, out=tmp_path, overrides=OVERRIDES)
+    assert len(trials) == 8 and len({t.run_dir for t in trials}) == 8
+    assert all(t.config.learner.batch_size == 8 and t.config.steps == STEPS for t in trials)
+
+
+@pytest.mark.ray
+def test_sweep_retries_a_failed_trial_from_its_checkpoint_and_skips_finished_runs(tmp_path, monkeypatch):
+    pytest.importorskip("ray")
+    out = tmp_path / "sweep"
+    monkeypatch.setenv(FAIL_ONCE_ENV, FAILING)
+    runner = CliRunner()
+    first = runner.invoke(app, sweep_args(out))
+    assert first.exit_code == 0, first.output
+    assert "8 finished now, 0 already finished, 0 failed" in first.output
+    run_dirs = sorted(p.parent for p in out.glob("*/config.json"))
+    assert len(run_dirs) == 8 and all(run_finished(d, STEPS) for d in run_dirs)
+    failed_dir = out / FAILING
+    assert (failed_dir / ".failed_once").exists()
+
+    # The retried trial continued from its checkpoint: its rows equal those of a run that never failed.
+    twin = plan_trials(envs=["matrix:climbing"], algos=["vdn"], seeds=[1], steps=STEPS, out=tmp_path / "twin",
+                       overrides=OVERRIDES)[0]
+    run_trial(twin.config.to_dict())
+    assert comparable_rows(failed_dir) == comparable_rows(twin.run_dir)
+
+    before = {d: (d / "metrics.csv").stat().st_mtime_ns for d in run_dirs}
+    second = runner.invoke(app, sweep_args(out))
+    assert second.exit_code == 0, second.output
+    assert "0 finished now, 8 already finished, 0 failed" in second.output
+    assert before == {d: (d / "metrics.csv").stat().st_mtime_ns for d in run_dirs}
