@@ -1,0 +1,36 @@
+"""Weighted QMIX's mixers (Rashid et al., NeurIPS 2020).
+
+The factored Q_tot of CW-QMIX and OW-QMIX is the monotonic QMIX mixer, registered here under both names;
+the weighting and the unrestricted central Q* live in ``semzoo.wqmix.WQMIXLearner``, and Q*'s feed-forward
+mixer is ``CentralMixer`` below (not registered: it does not factor, so agents cannot act greedily on it).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from semzoo.mixers.base import Mixer, register_mixer
+from semzoo.mixers.qmix import QMixer
+
+register_mixer("cw-qmix")(QMixer)
+register_mixer("ow-qmix")(QMixer)
+
+
+class CentralMixer(Mixer):
+    """Q*(s, u) = MLP([s, Q*_1(tau_1, u_1), ..., Q*_n(tau_n, u_n)]): no monotonicity constraint.
+
+    agent_qs [B,T,A] (the central agents' utilities of the chosen actions), state [B,T,S] -> [B,T,1].
+    WQMIX section 5: a feed-forward network over the state and every agent's utility, hidden size 256.
+    """
+
+    def __init__(self, *, n_agents: int, state_dim: int, n_actions: int, embed_dim: int = 256) -> None:
+        super().__init__(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions)
+        self.net = nn.Sequential(
+            nn.Linear(state_dim + n_agents, embed_dim), nn.ReLU(),
+            nn.Linear(embed_dim, embed_dim), nn.ReLU(),
+            nn.Linear(embed_dim, 1),
+        )
+
+    def mix(self, agent_qs_BTA: torch.Tensor, state_BTS: torch.Tensor, **extra: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat([state_BTS, agent_qs_BTA], dim=-1))
