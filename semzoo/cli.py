@@ -29,7 +29,8 @@ app = typer.Typer(
 
 USAGE_ERROR = 2
 DOMAIN_ERROR = 1
-DEFAULT_STEPS = 20_000
+DEFAULT_STEPS = 100_000
+"""The README's main job: SEM-QMIX on SMAX 3m, about 3 minutes on 2 cores, win rate rising to ~0.8."""
 PROGRESS_BAR_WIDTH = 24
 
 
@@ -116,15 +117,16 @@ def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
 
 @app.command()
 def train(
-    env: str = typer.Option("matrix:two_step", help="Environment id: matrix:<game>, smax:<map>, smac:<map>, pz:<module>:<factory>."),
+    env: str = typer.Option("smax:3m", help="Environment id: matrix:<game>, smax:<map>, smac:<map>, pz:<module>:<factory>."),
     algo: str = typer.Option("sem-qmix", help="vdn, qmix, qplex, cw-qmix, ow-qmix, or sem-/saem-<mixer>."),
-    steps: Optional[int] = typer.Option(None, help="Environment steps to train for (default 20000); with --resume, "
+    steps: Optional[int] = typer.Option(None, help="Environment steps to train for (default 100000); with --resume, "
                                         "the new total (the run is extended)."),
     seed: int = typer.Option(0, help="Seed of networks, exploration, replay sampling, envs and the random projection."),
     out: str = typer.Option("runs", help="Parent folder of the run directory."),
     run_name: Optional[str] = typer.Option(None, help="Run directory name (default <env>_<algo>_seed<seed>)."),
     env_arg: list[str] = typer.Option([], help="KEY=VALUE passed to the env factory (VALUE parsed as JSON); repeatable."),
     device: str = typer.Option("auto", help="auto (GPU when present), cpu, cuda, cuda:N."),
+    threads: int = typer.Option(1, help="torch CPU threads (0: torch's default); 1 is fastest for small networks."),
     n_envs: int = typer.Option(8, help="Environments stepped in parallel."),
     episode_limit: Optional[int] = typer.Option(None, help="Maximum steps per episode (default: the env's own)."),
     test_interval: int = typer.Option(10_000, help="Env steps between greedy evaluations."),
@@ -165,7 +167,7 @@ def train(
         return
     config = _build(
         TrainConfig, env=env, env_args=parse_env_args(env_arg), algo=algo, steps=DEFAULT_STEPS if steps is None else steps, seed=seed, out=out,
-        run_name=run_name, device=device, n_envs=n_envs, episode_limit=episode_limit, test_interval=test_interval,
+        run_name=run_name, device=device, threads=threads, n_envs=n_envs, episode_limit=episode_limit, test_interval=test_interval,
         test_episodes=test_episodes, log_interval=log_interval, save_interval=save_interval,
         agent=_build(AgentConfig, hidden_dim=hidden_dim),
         mixer=_build(MixerConfig, embed_dim=embed_dim, hypernet_dim=hypernet_dim, qplex_heads=qplex_heads, wqmix_alpha=wqmix_alpha),

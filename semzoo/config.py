@@ -157,6 +157,9 @@ class TrainConfig:
     """Run directory name under `out`; default <env>_<algo>_seed<seed>."""
     device: str = "auto"
     """'auto' (a GPU when one is present), 'cpu', 'cuda', 'cuda:1' ..."""
+    threads: int = 1
+    """torch CPU threads for this process (0 keeps torch's default). One is fastest for semzoo's small
+    networks on a shared machine: with two threads on a loaded 2-core box an update ran 10x slower."""
     n_envs: int = 8
     """Environments stepped in parallel; episodes are collected n_envs at a time."""
     episode_limit: int | None = None
@@ -180,6 +183,8 @@ class TrainConfig:
             raise ValueError(f"steps={self.steps}: expected a non-negative number of env steps")
         _positive(n_envs=self.n_envs, test_episodes=self.test_episodes, log_interval=self.log_interval,
                   test_interval=self.test_interval)
+        if self.threads < 0:
+            raise ValueError(f"threads={self.threads}: expected >= 0 (0 keeps torch's default)")
         if self.save_interval < 0:
             raise ValueError(f"save_interval={self.save_interval}: expected >= 0 (0 disables periodic saves)")
         if self.episode_limit is not None:

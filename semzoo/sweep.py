@@ -92,10 +92,8 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
 
 def run_trial(config_dict: dict[str, Any], threads: int = 1, fail_once: str | None = None) -> dict[str, Any]:
     """Train one trial to its steps, resuming its run directory when it holds one; returns the final evaluation."""
-    import torch
-
-    torch.set_num_threads(max(1, threads))
-    trial = Trial(TrainConfig.from_dict(config_dict))
+    # The Trainer applies config.threads (torch.set_num_threads) for this worker process.
+    trial = Trial(TrainConfig.from_dict({**config_dict, "threads": max(1, threads)}))
     run_dir = trial.run_dir
     if run_finished(run_dir, trial.config.steps):
         return {"run": trial.name, "status": "skipped"}

@@ -213,6 +213,8 @@ class Trainer:
         if self.checkpoints is not None and _checkpoint is None and self.checkpoints.paths():
             raise ValueError(f"run directory {self.run_dir} already holds a run with checkpoints: continue it with "
                              f"`semzoo train --resume {self.run_dir}` or choose another --out/--run-name")
+        if config.threads > 0:
+            torch.set_num_threads(config.threads)
         torch.manual_seed(config.seed)
         np.random.seed(config.seed % 2**32)
         random.seed(config.seed)

@@ -45,7 +45,8 @@ def test_custom_payoff_passes_through_env_arg(tmp_path):
     ],
 )
 def test_bad_input_is_a_one_line_error_without_traceback(tmp_path, args, needle):
-    result = invoke("train", "--out", str(tmp_path), *args)
+    env = () if "--env" in args else ("--env", "matrix:climbing")
+    result = invoke("train", "--out", str(tmp_path), *env, *args)
     assert result.exit_code in (1, 2)
     text = result.output.strip()
     assert needle in text
