@@ -490,8 +490,31 @@ def memory_cost(
     typer.echo(f"projection V: D x F = {proj_dim} x {state_dim} float64 = {projection:,} bytes (shared by SEM and SAEM)")
 
 
+def _click_exceptions() -> Any:
+    """The click exception classes typer raises: recent typer vendors click as ``typer._click``."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # typer versions that use the click package itself
+        from click import exceptions
+    return exceptions
+
+
 def main() -> None:
-    app()
+    """Console entry point: like ``app()``, but click's usage errors are one line (exit 2), not a box."""
+    ex = _click_exceptions()
+    try:
+        code = app(standalone_mode=False)
+    except ex.UsageError as err:
+        if type(err).__name__ == "NoArgsIsHelpError":  # bare `semzoo`: the help, as before
+            typer.echo(err.ctx.get_help() if err.ctx is not None else err.format_message())
+            sys.exit(0)
+        where = err.ctx.command_path if err.ctx is not None else "semzoo"
+        typer.echo(f"Error: {err.format_message()} (see '{where} --help')", err=True)
+        sys.exit(USAGE_ERROR)
+    except typer.Abort:
+        typer.echo("Aborted.", err=True)
+        sys.exit(DOMAIN_ERROR)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

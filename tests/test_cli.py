@@ -59,3 +59,15 @@ def test_envs_lists_matrix_games():
     assert result.exit_code == 0
     for game in ("climbing", "penalty", "qtran", "additive", "two_step"):
         assert f"matrix:{game}" in result.output
+
+
+@pytest.mark.parametrize(("args", "needle"), [(("train", "--bogus-flag"), "No such option: --bogus-flag"),
+                                              (("train", "--steps", "abc"), "--steps")])
+def test_console_usage_errors_are_one_line_with_exit_2(args, needle):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "semzoo.cli", *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
