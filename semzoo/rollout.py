@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -32,7 +32,6 @@ class RolloutStats:
     returns: np.ndarray
     lengths: np.ndarray
     battle_won: np.ndarray | None = None
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class EpisodeRunner:

@@ -76,7 +76,7 @@ def make_vec_env(config: TrainConfig) -> VecCTDEEnv:
         return SMAXVecEnv(name, n_envs=config.n_envs, episode_limit=config.episode_limit, **config.env_args)
     from semzoo.wrappers.ctde import CTDEVecEnv
 
-    make_env(config.env, **config.env_args).close()  # fail fast, in this process, on a bad id or argument
+    # CTDEVecEnv builds its first env in this process (sync and async), so a bad id or argument fails here.
     fns = [lambda: make_env(config.env, **config.env_args) for _ in range(config.n_envs)]
     return CTDEVecEnv(fns, episode_limit=config.episode_limit)
 
@@ -467,8 +467,7 @@ class Trainer:
         for name, value in buffer.items():  # only the filled episodes: an empty buffer costs nothing
             if isinstance(value, torch.Tensor) and size < value.shape[0]:
                 buffer[name] = value[:size].clone()  # a view would save the whole storage
-        recent = [{"returns": s.returns, "lengths": s.lengths, "battle_won": s.battle_won, "extra": dict(s.extra)}
-                  for s in self._recent]
+        recent = [{"returns": s.returns, "lengths": s.lengths, "battle_won": s.battle_won} for s in self._recent]
         return {
             "env": self.config.env, "algo": self.config.algo, "config": self.config.to_dict(),
             "counters": dict(self.counters), "epsilon": self.epsilon(),
@@ -501,8 +500,8 @@ class Trainer:
         if "cuda" in rng and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(rng["cuda"])
         loop = state["loop"]
-        self._recent = [RolloutStats(returns=r["returns"], lengths=r["lengths"], battle_won=r["battle_won"],
-                                     extra=dict(r["extra"])) for r in loop["recent"]]
+        self._recent = [RolloutStats(returns=r["returns"], lengths=r["lengths"], battle_won=r["battle_won"])
+                        for r in loop["recent"]]
         self._window = {k: list(v) for k, v in loop["window"].items()}
         self._last_eval = dict(loop["last_eval"])
 

@@ -188,9 +188,13 @@ class CTDEVecEnv:
         if not env_fns:
             raise ValueError("env_fns is empty: expected at least one environment factory")
         wrapped = [lambda fn=fn: CTDEEnv(fn(), **ctde_kwargs) for fn in env_fns]
-        vector_cls = AsyncVectorEnv if async_ else SyncVectorEnv
-        self._vec = vector_cls(wrapped, autoreset_mode=AutoresetMode.DISABLED)
-        probe = wrapped[0]() if async_ else self._vec.envs[0]
+        if async_:
+            # Build one env here first: a bad id or argument then fails in this process, not in a worker.
+            probe = wrapped[0]()
+            self._vec = AsyncVectorEnv(wrapped, autoreset_mode=AutoresetMode.DISABLED)
+        else:
+            self._vec = SyncVectorEnv(wrapped, autoreset_mode=AutoresetMode.DISABLED)
+            probe = self._vec.envs[0]
         self.n_envs = len(env_fns)
         self.n_agents = probe.n_agents
         self.obs_dim = probe.obs_dim
