@@ -1,0 +1,70 @@
+"""Golden runs: short seeded runs of every algorithm id whose metric rows are pinned in tests/golden/.
+
+The rows were recorded before the "one home per concept" restructure; `test_golden.py` checks that the
+restructured package reproduces them. Timing metrics (machine-dependent) and wall time are left out.
+Re-record (only when a change is meant to alter learning) with `python tests/golden_runs.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+GOLDEN_FILE = Path(__file__).parent / "golden" / "metrics.json"
+MIXERS = ("vdn", "qmix", "qplex", "cw-qmix", "ow-qmix")
+ALGOS = tuple(f"{prefix}{mixer}" for prefix in ("", "sem-", "saem-") for mixer in MIXERS)
+ENVS = ("matrix:two_step", "matrix:climbing", "smax:3m")
+TIMING = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "test_time_s", "checkpoint_time_s",
+                    "checkpoint_mb"})
+
+
+def golden_config_dict(env: str, algo: str) -> dict[str, Any]:
+    """A TrainConfig as a dict (the stable, serialised form): a few updates, target syncs and table writes."""
+    smax = env.startswith("smax:")
+    return {
+        "env": env, "algo": algo, "seed": 7, "steps": 300 if smax else 240, "n_envs": 4,
+        "test_interval": 150 if smax else 120, "test_episodes": 4, "log_interval": 60 if smax else 40,
+        "save_interval": 0, "threads": 1, "device": "cpu",
+        "learner": {"batch_size": 4, "buffer_size": 16, "target_update_episodes": 8, "lr": 5e-3},
+        "memory": {"lam": 0.5, "pending_size": 30, "capacity": 1000,
+                   "miss_rule": "zero" if algo.startswith("saem-") else "target"},
+        "mixer": {"central_embed_dim": 32, "qplex_heads": 2},
+        "exploration": {"epsilon_anneal_steps": 200},
+    }
+
+
+def metric_rows(run_dir: Path) -> list[list[Any]]:
+    """[env_steps, episodes, updates, name, value] per metrics.csv row, timing rows left out."""
+    import csv
+
+    with (run_dir / "metrics.csv").open(newline="") as f:
+        return [[int(r["env_steps"]), int(r["episodes"]), int(r["updates"]), r["name"], float(r["value"])]
+                for r in csv.DictReader(f) if r["name"] not in TIMING]
+
+
+def record() -> dict[str, Any]:
+    from semzoo.config import TrainConfig
+    from semzoo.train import train
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for env in ENVS:
+            for algo in ALGOS:
+                data = golden_config_dict(env, algo)
+                base = TrainConfig().to_dict()
+                for key, value in data.items():
+                    base[key] = {**base[key], **value} if isinstance(value, dict) else value
+                base["out"] = tmp
+                run_dir, _ = train(TrainConfig.from_dict(base), tensorboard=False)
+                out[f"{env}|{algo}"] = metric_rows(run_dir)
+                print(env, algo, len(out[f"{env}|{algo}"]), "rows", file=sys.stderr)
+    return out
+
+
+if __name__ == "__main__":
+    GOLDEN_FILE.parent.mkdir(exist_ok=True)
+    GOLDEN_FILE.write_text(json.dumps(record(), indent=0))
+    print(f"wrote {GOLDEN_FILE}")
