@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from semzoo.maps import SMAX_DEFAULT_EPISODE_LIMIT, UnknownMapError
+from semzoo.envs.maps import SMAX_DEFAULT_EPISODE_LIMIT, UnknownMapError
 from semzoo.types import CTDEArrays
 from semzoo.wrappers.smac import SMACParallelEnv, agent_names_for
 

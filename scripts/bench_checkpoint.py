@@ -14,9 +14,9 @@ import time
 
 import torch
 
-from semzoo.checkpoint import CheckpointManager
+from semzoo.run.checkpoint import CheckpointManager
 from semzoo.config import TrainConfig
-from semzoo.train import Trainer
+from semzoo.run.trainer import Trainer
 
 BYTES_PER_MB = 1e6
 
@@ -30,7 +30,7 @@ def bench(env: str, algo: str, repeats: int) -> None:
             buffer.data.obs.normal_()  # incompressible content, as real observations
             save_s, load_s = [], []
             for i in range(repeats):
-                trainer.counters["env_steps"] = i + 1
+                trainer.counters.env_steps = i + 1
                 start = time.perf_counter()
                 path = trainer.save_checkpoint()
                 save_s.append(time.perf_counter() - start)

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
-from semzoo.memory.episodic import EpisodicMemory, make_episodic_memory
+from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
 from semzoo.types import EpisodeBatch
 
 CAPACITY = 1_000_000

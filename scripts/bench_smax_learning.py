@@ -1,6 +1,6 @@
 """Learning on SMAX 3m: env steps each algorithm needs for a 90 % greedy test win rate, CPU.
 
-Runs ``semzoo.train.train`` for each algorithm in turn (never at the same time) with the
+Runs ``semzoo.run.trainer.train`` for each algorithm in turn (never at the same time) with the
 PyMARL / paper defaults (batch 32 episodes, replay 5000 episodes, RMSprop 5e-4, target update
 every 200 episodes, epsilon 1.0 -> 0.05 over 50k steps, 32 greedy test episodes every 10k
 steps) and prints, per algorithm, the greedy test win-rate curve, the env steps at which it
@@ -22,7 +22,8 @@ from pathlib import Path
 import torch
 
 from semzoo.config import ExplorationConfig, TrainConfig
-from semzoo.train import read_metrics, train
+from semzoo.run.rundir import read_metrics
+from semzoo.run.trainer import train
 
 TARGET_WIN_RATE = 0.9
 WIN_RATE_METRIC = "test_win_rate"

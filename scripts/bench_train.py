@@ -18,7 +18,7 @@ import time
 import torch
 
 from semzoo.config import TrainConfig
-from semzoo.train import Trainer
+from semzoo.run.trainer import Trainer
 
 REFERENCE_STEPS_PER_S = 580.0
 REFERENCE_MS_PER_UPDATE = 13.9
@@ -52,7 +52,7 @@ def main() -> None:
     start = time.perf_counter()
     trainer.run()
     total = time.perf_counter() - start
-    steps, updates = trainer.counters["env_steps"], trainer.counters["updates"]
+    steps, updates = trainer.counters.env_steps, trainer.counters.updates
 
     collect_start, collected = time.perf_counter(), 0
     while collected < 5_000:

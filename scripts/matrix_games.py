@@ -20,8 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MIXERS = ("vdn", "qmix", "qplex", "cw-qmix", "ow-qmix")
-ALL_ALGOS = tuple(f"{prefix}{m}" for prefix in ("", "sem-", "saem-") for m in MIXERS)
+from semzoo.algos import algorithm_ids
+
+ALL_ALGOS = tuple(algorithm_ids())
+"""Every id of the algorithm table (semzoo.algos): the built-in rows and their sem-/saem- variants."""
 GAMES = ("qtran", "climbing", "penalty")
 PENALTY_K = -100.0
 
@@ -49,8 +51,8 @@ def train_one(algo: str, game: str, seed: int, setting: Setting) -> tuple[str, s
 
     torch.set_num_threads(1)
     from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
-    from semzoo.registry import make_env
-    from semzoo.train import Trainer
+    from semzoo.envs.registry import make_env
+    from semzoo.run.trainer import Trainer
 
     env_args = {"k": PENALTY_K} if game == "penalty" else {}
     config = TrainConfig(
@@ -111,10 +113,10 @@ def main() -> None:
     setting = Setting(steps=args.steps, updates_per_episode=args.updates_per_episode, batch_size=args.batch_size,
                       lr=args.lr, epsilon=args.epsilon, wqmix_alpha=args.wqmix_alpha, qplex_heads=args.qplex_heads)
     algos, games = args.algos.split(","), args.games.split(",")
-    from semzoo.config import parse_algo
+    from semzoo.algos import parse_algorithm
 
     for algo in algos:
-        parse_algo(algo)  # a typo fails here, not in a worker
+        parse_algorithm(algo)  # a typo fails here, not in a worker
     jobs = [(a, g, s, setting) for a in algos for g in games for s in range(args.seeds)]
     started = time.perf_counter()
     results = []

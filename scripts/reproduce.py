@@ -2,8 +2,8 @@
 
 Protocol (paper section 6): VDN and QMIX, each with and without SEM, on 2s3z, 3s5z and
 27m_vs_30m; several seeds; greedy test win rate every 10k env steps over 32 episodes. The
-script runs the grid with `semzoo.sweep` (embedded local Ray, or a cluster with --address),
-then writes the curves (`semzoo.plot`) and the score table at the requested steps.
+script runs the grid with `semzoo.run.sweep` (embedded local Ray, or a cluster with --address),
+then writes the curves (`semzoo.run.report`) and the score table at the requested steps.
 
 Small version (2 cores, minutes):
     python scripts/reproduce.py --maps 2s3z --algos qmix,sem-qmix --seeds 2 --steps 20000 \
@@ -21,8 +21,8 @@ import json
 import sys
 from pathlib import Path
 
-from semzoo.plot import load_runs, plot_runs, score_table, table_markdown, write_table_csv
-from semzoo.sweep import plan_trials, run_sweep
+from semzoo.run.report import load_runs, plot_runs, score_table, table_markdown, write_table_csv
+from semzoo.run.sweep import plan_trials, run_sweep
 
 PAPER_MAPS = ("2s3z", "3s5z", "27m_vs_30m")
 PAPER_ALGOS = ("vdn", "sem-vdn", "qmix", "sem-qmix")

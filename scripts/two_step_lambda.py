@@ -20,7 +20,7 @@ import torch
 
 from semzoo import make_env
 from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, TrainConfig
-from semzoo.train import Trainer
+from semzoo.run.trainer import Trainer
 
 ENV = "matrix:two_step"
 STEPS = 4000

@@ -160,7 +160,7 @@ def train(
     tensorboard: bool = typer.Option(True, help="Also write TensorBoard events (when tensorboard is installed)."),
 ) -> None:
     """Train an algorithm on an environment; writes <out>/<run>/ (config.json, metrics.csv, checkpoints/)."""
-    from semzoo.train import train as run_training
+    from semzoo.run.trainer import train as run_training
 
     if resume is not None:
         _resume(resume, steps, tensorboard)
@@ -194,7 +194,7 @@ def train(
 
 def _check_env(config: TrainConfig) -> None:
     """Build one env up front so a bad id or argument is a one-line usage error."""
-    from semzoo.registry import make_env
+    from semzoo.envs.registry import make_env
 
     try:
         make_env(config.env, **config.env_args).close()
@@ -203,7 +203,7 @@ def _check_env(config: TrainConfig) -> None:
 
 
 def _optimum(config: TrainConfig) -> float | None:
-    from semzoo.registry import make_env
+    from semzoo.envs.registry import make_env
 
     env = make_env(config.env, **config.env_args)
     try:
@@ -225,7 +225,7 @@ def _report(config: TrainConfig, run_dir: Any, result: dict[str, float]) -> None
 
 def _resume(run_dir: str, steps: int | None, tensorboard: bool) -> None:
     """``train --resume``: continue a run from its last valid checkpoint, reporting skipped corrupt files."""
-    from semzoo.train import Trainer
+    from semzoo.run.trainer import Trainer
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -236,9 +236,9 @@ def _resume(run_dir: str, steps: int | None, tensorboard: bool) -> None:
             fail(str(err))
         _echo_warnings(caught)
         caught.clear()
-        progress = _Progress(trainer.config.steps, start=trainer.counters["env_steps"])
+        progress = _Progress(trainer.config.steps, start=trainer.counters.env_steps)
         trainer.progress = progress
-        typer.echo(f"resuming {run_dir} at {trainer.counters['env_steps']:,} env steps", err=True)
+        typer.echo(f"resuming {run_dir} at {trainer.counters.env_steps:,} env steps", err=True)
         try:
             result = trainer.run()
         except (ValueError, TypeError) as err:
@@ -258,7 +258,7 @@ def evaluate(
     device: Optional[str] = typer.Option(None, help="auto, cpu, cuda (default: the run's)."),
 ) -> None:
     """Replay a run's last checkpoint greedily (epsilon 0): mean return and, where reported, win rate."""
-    from semzoo.train import evaluate_run
+    from semzoo.run.evaluation import evaluate_run
 
     if episodes is not None and episodes <= 0:
         fail(f"--episodes {episodes}: expected a positive number of episodes", USAGE_ERROR)
@@ -303,7 +303,7 @@ def sweep(
                                    "test_interval=5000 or learner.batch_size=16; repeatable."),
 ) -> None:
     """Run the grid env x algo x seed on Ray; re-running the same command skips finished trials."""
-    from semzoo.sweep import plan_trials, run_sweep
+    from semzoo.run.sweep import plan_trials, run_sweep
 
     if seeds <= 0:
         fail(f"--seeds {seeds}: expected a positive number of seeds", USAGE_ERROR)
@@ -331,7 +331,7 @@ def plot(
     out: Optional[str] = typer.Option(None, help="Folder of the PNGs (default: FOLDER/plots)."),
 ) -> None:
     """Curves per env: median and 25-75 % band per algorithm across seeds, plus y / E / Q_tot when logged."""
-    from semzoo.plot import plot_runs
+    from semzoo.run.report import plot_runs
 
     try:
         written = plot_runs(folder, metric=metric, out=out)
@@ -349,7 +349,7 @@ def table(
     csv_path: Optional[str] = typer.Option(None, "--csv", help="Also write the table to this CSV file."),
 ) -> None:
     """Score table: per env the mean over seeds at each step, then mean and median across envs per algorithm."""
-    from semzoo.plot import load_runs, score_table, table_markdown, write_table_csv
+    from semzoo.run.report import load_runs, score_table, table_markdown, write_table_csv
 
     try:
         steps = [int(item.replace("_", "")) for item in _split(at, "--at")]
@@ -368,7 +368,7 @@ def table(
 def envs() -> None:
     """List the environment ids semzoo knows, with SMAC/SMAX map facts."""
     from semzoo.envs import matrix_game_v0
-    from semzoo.maps import map_table
+    from semzoo.envs.maps import map_table
 
     typer.echo("Matrix games (matrix:<game>):")
     for name in matrix_game_v0.GAMES:
@@ -395,8 +395,8 @@ PROJECTION_BYTES_PER_ENTRY = 8
 
 
 def _smac_facts(name: str) -> tuple[int, int, int] | None:
-    """(n_agents, n_actions, state_dim) of a SMAC map from semzoo.maps (no StarCraft needed); None if unknown."""
-    from semzoo import maps
+    """(n_agents, n_actions, state_dim) of a SMAC map from semzoo.envs.maps (no StarCraft needed); None if unknown."""
+    from semzoo.envs import maps
 
     try:
         m = maps.smac_map(name)
@@ -407,7 +407,7 @@ def _smac_facts(name: str) -> tuple[int, int, int] | None:
 
 def _env_facts(env_id: str, env_args: dict[str, Any]) -> tuple[int, int, int]:
     """(n_agents, n_actions, state_dim) of an env id, read from its CTDE adapter."""
-    from semzoo.registry import make_env
+    from semzoo.envs.registry import make_env
     from semzoo.wrappers.ctde import CTDEEnv
 
     kind, _, name = env_id.partition(":")
@@ -427,7 +427,7 @@ def _gb(n_bytes: int) -> str:
     """Bytes as the paper's GB (1e9), exact for any Python int (36^27 tables do not fit a float's range)."""
     from decimal import Decimal
 
-    from semzoo.memory.cost import GB
+    from semzoo.episodic.cost import GB
 
     value = Decimal(n_bytes) / Decimal(GB)
     return f"{value:.3g} GB" if value < Decimal(10) ** 6 else f"{value:.2e} GB"
@@ -445,7 +445,7 @@ def memory_cost(
     env_arg: list[str] = typer.Option([], help="KEY=VALUE passed to the env factory (VALUE parsed as JSON); repeatable."),
 ) -> None:
     """Storage of SEM and SAEM: the paper's layout (|U|^n tables for SAEM) next to what semzoo allocates."""
-    from semzoo.memory.cost import paper_n_tables, storage_comparison
+    from semzoo.episodic.cost import paper_n_tables, storage_comparison
 
     explicit = {"--agents": agents, "--actions": actions, "--state-size": state_size}
     given = [flag for flag, value in explicit.items() if value is not None]
@@ -465,7 +465,7 @@ def memory_cost(
     else:
         facts = _smac_facts(target)
         if facts is None:
-            from semzoo.maps import PAPER_MAPS
+            from semzoo.envs.maps import PAPER_MAPS
 
             fail(f"unknown map {target!r}: expected a SMAC map (the paper's: {', '.join(PAPER_MAPS)}; "
                  "`semzoo envs` lists all) or an env id such as matrix:climbing", USAGE_ERROR)

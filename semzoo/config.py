@@ -9,9 +9,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-MIXERS = ("vdn", "qmix", "qplex", "cw-qmix", "ow-qmix")
-MEMORY_KINDS = ("none", "sem", "saem")
-
 
 @dataclass(frozen=True, kw_only=True)
 class AgentConfig:
@@ -189,16 +186,9 @@ class TrainConfig:
             raise ValueError(f"save_interval={self.save_interval}: expected >= 0 (0 disables periodic saves)")
         if self.episode_limit is not None:
             _positive(episode_limit=self.episode_limit)
-        parse_algo(self.algo)
+        from semzoo.algos import parse_algorithm  # the algorithm table is the one judge of an id
 
-    @property
-    def mixer_name(self) -> str:
-        return parse_algo(self.algo)[0]
-
-    @property
-    def memory_kind(self) -> str:
-        """'none', 'sem' (key phi(s)) or 'saem' (key phi(s) and the joint action)."""
-        return parse_algo(self.algo)[1]
+        parse_algorithm(self.algo)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -214,21 +204,6 @@ class TrainConfig:
             raise ValueError(f"unknown config keys {sorted(unknown)}: expected a subset of {sorted(known)}")
         kwargs = {k: (nested[k](**v) if k in nested else v) for k, v in data.items()}
         return cls(**kwargs)
-
-
-def parse_algo(algo: str) -> tuple[str, str]:
-    """Split an algorithm id into (mixer, memory kind): 'sem-qmix' -> ('qmix', 'sem')."""
-    kind, _, mixer = algo.partition("-")
-    if kind in ("sem", "saem") and mixer:
-        name, memory = mixer, kind
-    else:
-        name, memory = algo, "none"
-    if name not in MIXERS:
-        valid = ", ".join(MIXERS)
-        raise ValueError(
-            f"unknown algorithm {algo!r}: expected <mixer>, sem-<mixer> or saem-<mixer> with mixer one of {valid}"
-        )
-    return name, memory
 
 
 def _positive(**values: float) -> None:

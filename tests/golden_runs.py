@@ -45,21 +45,24 @@ def metric_rows(run_dir: Path) -> list[list[Any]]:
                 for r in csv.DictReader(f) if r["name"] not in TIMING]
 
 
-def record() -> dict[str, Any]:
-    from semzoo.config import TrainConfig
-    from semzoo.train import train
+def golden_rows(env: str, algo: str, out: str | Path) -> list[list[Any]]:
+    """Train the golden run of (env, algo) under ``out`` through the public interface; its metric rows."""
+    from semzoo import TrainConfig, train
 
+    base = TrainConfig().to_dict()
+    for key, value in golden_config_dict(env, algo).items():
+        base[key] = {**base[key], **value} if isinstance(value, dict) else value
+    base["out"] = str(out)
+    run_dir, _ = train(TrainConfig.from_dict(base), tensorboard=False)
+    return metric_rows(run_dir)
+
+
+def record() -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for env in ENVS:
             for algo in ALGOS:
-                data = golden_config_dict(env, algo)
-                base = TrainConfig().to_dict()
-                for key, value in data.items():
-                    base[key] = {**base[key], **value} if isinstance(value, dict) else value
-                base["out"] = tmp
-                run_dir, _ = train(TrainConfig.from_dict(base), tensorboard=False)
-                out[f"{env}|{algo}"] = metric_rows(run_dir)
+                out[f"{env}|{algo}"] = golden_rows(env, algo, tmp)
                 print(env, algo, len(out[f"{env}|{algo}"]), "rows", file=sys.stderr)
     return out
 

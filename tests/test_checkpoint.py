@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from semzoo.checkpoint import (CheckpointError, CheckpointManager, CheckpointWarning, load_checkpoint,
+from semzoo.run.checkpoint import (CheckpointError, CheckpointManager, CheckpointWarning, load_checkpoint,
                                save_checkpoint)
 from semzoo.config import AgentConfig, LearnerConfig, MemoryConfig, TrainConfig
-from semzoo.train import TIMING_METRICS, Trainer, read_metrics, resume, run_finished, train
+from semzoo.run.rundir import TIMING_METRICS, read_metrics, run_finished
+from semzoo.run.trainer import Trainer, resume, train
 
 MPE = "pz:mpe2.simple_spread_v3:parallel_env"
 

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from semzoo.cli import app
-from semzoo.train import read_metrics
+from semzoo.run.rundir import read_metrics
 
 runner = CliRunner()
 

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from semzoo.cli import app
-from semzoo.train import run_finished
+from semzoo.run.rundir import run_finished
 
 runner = CliRunner()
 TINY = ["--steps", "40", "--n-envs", "4", "--batch-size", "4", "--buffer-size", "16", "--hidden-dim", "8",

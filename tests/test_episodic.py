@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from semzoo.memory.cost import paper_storage_bytes, semzoo_storage_bytes, storage_comparison
-from semzoo.memory.episodic import (
+from semzoo.episodic.cost import paper_storage_bytes, semzoo_storage_bytes, storage_comparison
+from semzoo.episodic.tables import (
     BUCKET_SLOTS,
     EpisodicMemory,
     SAEMTable,

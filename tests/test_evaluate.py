@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from semzoo.cli import app
 from semzoo.config import AgentConfig, LearnerConfig, TrainConfig
-from semzoo.train import Trainer, evaluate_run, train
+from semzoo.run.evaluation import evaluate_run
+from semzoo.run.trainer import Trainer, train
 
 TESTS_DIR = str(Path(__file__).parent)
 FAKE = "pz:fake_battle_env:parallel_env"
@@ -70,7 +71,7 @@ def test_no_win_rate_when_the_env_does_not_report_battle_won():
 
 
 def test_training_logs_test_win_rate_every_test_interval(tmp_path):
-    from semzoo.train import read_metrics
+    from semzoo.run.rundir import read_metrics
 
     run_dir, result = train(fake_config(out=str(tmp_path)), tensorboard=False)
     steps = [r["env_steps"] for r in read_metrics(run_dir) if r["name"] == "test_win_rate"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from semzoo.train import read_metrics, run_finished
+from semzoo.run.rundir import read_metrics, run_finished
 
 KILLS = 5
 PARALLEL_RUNS = 2

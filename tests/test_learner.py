@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
-from semzoo.learner import QLearner
+from semzoo.learners.q_learner import QLearner
 from semzoo.mixers.base import make_mixer
-from semzoo.nets import RNNAgent
+from semzoo.agents.rnn import RNNAgent
 from semzoo.types import EpisodeBatch
 
 A, O, S, U, T = 2, 3, 4, 3, 5

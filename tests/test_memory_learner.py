@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
-from semzoo.learner import CleanBatch, QLearner
-from semzoo.memory.episodic import EpisodicMemory, make_episodic_memory
+from semzoo.learners.q_learner import CleanBatch, QLearner
+from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
 from semzoo.mixers.base import make_mixer
-from semzoo.nets import RNNAgent
+from semzoo.agents.rnn import RNNAgent
 from semzoo.types import EpisodeBatch
 
 A, O, S, U, T = 2, 3, 4, 3, 5
@@ -283,7 +283,8 @@ def test_padding_that_matches_a_stored_state_changes_nothing():
 def test_sem_run_logs_the_memory_diagnostics_and_the_three_targets(tmp_path):
     """Enough to draw the paper's figure "comparison among different targets" (y, E, Q_tot over training)."""
     from semzoo.config import ExplorationConfig, TrainConfig
-    from semzoo.train import read_metrics, train
+    from semzoo.run.rundir import read_metrics
+    from semzoo.run.trainer import train
 
     config = TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=400, seed=0, n_envs=8, out=str(tmp_path),
                          test_episodes=8, test_interval=10**9, log_interval=100, device="cpu",

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from semzoo.cli import app
 from semzoo.config import TrainConfig
-from semzoo.plot import load_runs, plot_runs, score_table, table_markdown, write_table_csv
-from semzoo.train import METRIC_FIELDS
+from semzoo.run.report import load_runs, plot_runs, score_table, table_markdown, write_table_csv
+from semzoo.run.rundir import METRIC_FIELDS
 
 STEPS = (0, 100, 200, 300)
 FILLER = {0: 0.0, 200: 0.99}

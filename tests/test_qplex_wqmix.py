@@ -7,15 +7,16 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from conftest import record_losses
 from typer.testing import CliRunner
 
 from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
 from semzoo.mixers.base import make_mixer
 from semzoo.mixers.qplex import QPLEXMixer
-from semzoo.nets import RNNAgent
-from semzoo.train import Trainer
+from semzoo.agents.rnn import RNNAgent
+from semzoo.run.trainer import Trainer
 from semzoo.types import EpisodeBatch
-from semzoo.wqmix import WQMIXLearner
+from semzoo.learners.wqmix import WQMIXLearner
 
 NEW_MIXERS = ("qplex", "cw-qmix", "ow-qmix")
 ALL_MIXERS = ("vdn", "qmix", *NEW_MIXERS)
@@ -176,10 +177,19 @@ def test_wqmix_update_target_and_state_dict_include_the_central_networks():
 
 
 @pytest.mark.parametrize("name", ["cw-qmix", "ow-qmix"])
-def test_weighted_qmix_names_build_the_monotonic_qmix_mixer(name):
+def test_weighted_qmix_ids_build_the_monotonic_qmix_mixer_and_the_wqmix_learner(name):
+    from semzoo import algos
+    from semzoo.envs.registry import make_vec_env
     from semzoo.mixers.qmix import QMixer
 
-    assert type(make_mixer(name, n_agents=A, state_dim=S, n_actions=U, config=MixerConfig())) is QMixer
+    config = TrainConfig(env="matrix:climbing", algo=name, n_envs=1)
+    env = make_vec_env(config)
+    try:
+        parts = algos.build(config, env, torch.device("cpu"))
+    finally:
+        env.close()
+    assert type(parts.mixer) is QMixer
+    assert type(parts.learner) is WQMIXLearner and parts.learner.weighting == name[:2]
 
 
 def test_wqmix_rejects_an_unknown_weighting():
@@ -258,10 +268,11 @@ def loss_history_and_params(algo: str, **memory_kw) -> tuple[list[float], list[t
                          memory=MemoryConfig(pending_size=8, **memory_kw),
                          learner=LearnerConfig(lr=5e-3, batch_size=8, buffer_size=100, target_update_episodes=16))
     trainer = Trainer(config)
+    losses = record_losses(trainer)
     try:
         trainer.run()
         params = [p.detach().clone() for p in trainer.learner.params]
-        return trainer.loss_history, params
+        return losses, params
     finally:
         trainer.close()
 

@@ -13,7 +13,7 @@ import pytest
 from pettingzoo.test import api_test, parallel_api_test
 from pettingzoo.utils.conversions import parallel_to_aec
 
-from semzoo.maps import PAPER_MAPS, SMAC_MAPS, UnknownMapError, map_table, smac_map
+from semzoo.envs.maps import PAPER_MAPS, SMAC_MAPS, UnknownMapError, map_table, smac_map
 from semzoo.wrappers import smac as smac_wrapper
 from semzoo.wrappers.smac import SMACParallelEnv, SMACUnavailableError
 

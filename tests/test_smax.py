@@ -12,7 +12,7 @@ from pettingzoo.test import api_test, parallel_api_test  # noqa: E402
 from pettingzoo.utils.conversions import parallel_to_aec  # noqa: E402
 
 from semzoo.envs.smax import SMAXEnv, SMAXVecEnv, available_maps, parallel_env  # noqa: E402
-from semzoo.maps import PAPER_MAPS, SMAC_MAPS, SMAX_BACKEND, UnknownMapError  # noqa: E402
+from semzoo.envs.maps import PAPER_MAPS, SMAC_MAPS, SMAX_BACKEND, UnknownMapError  # noqa: E402
 from semzoo.types import VecCTDEEnv  # noqa: E402
 
 pytestmark = pytest.mark.smax

@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("jaxmarl")
 
 from semzoo.config import TrainConfig  # noqa: E402
-from semzoo.train import read_metrics, train  # noqa: E402
+from semzoo.run.rundir import read_metrics  # noqa: E402
+from semzoo.run.trainer import train  # noqa: E402
 
 pytestmark = [pytest.mark.long, pytest.mark.smax]
 

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from semzoo.cli import app
-from semzoo.sweep import FAIL_ONCE_ENV, apply_overrides, plan_trials, run_trial
-from semzoo.train import TIMING_METRICS, read_metrics, run_finished
+from semzoo.run.sweep import FAIL_ONCE_ENV, apply_overrides, plan_trials, run_trial
+from semzoo.run.rundir import TIMING_METRICS, read_metrics, run_finished
 
 ENVS = ["matrix:climbing", "matrix:penalty"]
 ALGOS = ["vdn", "sem-qmix"]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import record_losses
 
 from semzoo.config import ExplorationConfig, LearnerConfig, TrainConfig
-from semzoo.train import Trainer, read_metrics, train
+from semzoo.run.rundir import read_metrics
+from semzoo.run.trainer import Trainer, train
 
 
 def matrix_config(game: str, algo: str, *, steps: int = 3000, uniform: bool = False, seed: int = 0,
@@ -55,9 +57,10 @@ def test_vdn_misses_the_optimum_under_uniform_exploration(game, closed_form):
 def test_same_seed_gives_identical_loss_curves():
     def losses(seed):
         trainer = Trainer(matrix_config("climbing", "qmix", steps=400, seed=seed))
+        recorded = record_losses(trainer)
         try:
             trainer.run()
-            return trainer.loss_history
+            return recorded
         finally:
             trainer.close()
 
@@ -88,4 +91,4 @@ def test_mpe_simple_spread_trains_through_its_pz_id():
         result = trainer.run()
     finally:
         trainer.close()
-    assert trainer.counters["updates"] > 0 and np.isfinite(result["test_return_mean"])
+    assert trainer.counters.updates > 0 and np.isfinite(result["test_return_mean"])

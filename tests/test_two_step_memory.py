@@ -15,7 +15,7 @@ import torch
 
 from semzoo import make_env
 from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, TrainConfig
-from semzoo.train import Trainer
+from semzoo.run.trainer import Trainer
 
 STEPS = 4000
 PENDING_SIZE = 100  # 50 two-step episodes between table updates; 5000 would update it once, at the end

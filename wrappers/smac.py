@@ -26,7 +26,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
-from semzoo.maps import SC2_BACKEND, SMAC_MAPS, SMAC_N_NON_ATTACK_ACTIONS, UnknownMapError
+from semzoo.envs.maps import SC2_BACKEND, SMAC_MAPS, SMAC_N_NON_ATTACK_ACTIONS, UnknownMapError
 
 NOOP_ACTION = 0
 SMAC_GIT_URL = "git+https://github.com/oxwhirl/smac.git"

@@ -32,16 +32,22 @@ class Mixer(nn.Module):
             raise ValueError(f"state has shape {tuple(state.shape)}: expected {expected_state} to match agent_qs")
         return self.mix(agent_qs, state, **extra)
 
+    @classmethod
+    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> "Mixer":
+        """Build from the env sizes and the mixer section; mixers with sizes of their own override this."""
+        return cls(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions)
+
     def mix(self, agent_qs_BTA: torch.Tensor, state_BTS: torch.Tensor, **extra: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
 
-MixerBuilder = Callable[..., Mixer]
+MixerBuilder = type[Mixer]
 _REGISTRY: dict[str, MixerBuilder] = {}
 
 
 def register_mixer(name: str) -> Callable[[MixerBuilder], MixerBuilder]:
-    """Class decorator: make a mixer available as ``make_mixer(name, ...)`` and ``--algo name``."""
+    """Class decorator: make a mixer available as ``make_mixer(name, ...)`` and as algorithm ids
+    ``name``, ``sem-name`` and ``saem-name`` (see semzoo.algos)."""
 
     def decorate(builder: MixerBuilder) -> MixerBuilder:
         _REGISTRY[name] = builder
@@ -67,7 +73,7 @@ def _import_builtin() -> None:
     # Importing the modules runs their @register_mixer decorators.
     import importlib
 
-    for module in ("vdn", "qmix", "qplex", "wqmix"):
+    for module in ("vdn", "qmix", "qplex"):
         try:
             importlib.import_module(f"semzoo.mixers.{module}")
         except ModuleNotFoundError as err:

@@ -7,22 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from semzoo.learner import NO_ACTION
-from semzoo.nets import MASKED_Q, RNNAgent
+from semzoo.agents.rnn import NO_ACTION, RNNAgent
+from semzoo.agents.selection import epsilon_greedy
 from semzoo.types import EpisodeBatch, VecCTDEEnv
-
-
-def epsilon_greedy(q_NAU: torch.Tensor, avail_NAU: torch.Tensor, epsilon: float, generator: torch.Generator) -> torch.Tensor:
-    """Greedy action over available actions, replaced by a uniform available one with probability epsilon. [N,A]"""
-    greedy = q_NAU.masked_fill(~avail_NAU, MASKED_Q).argmax(dim=-1)
-    if epsilon <= 0.0:
-        return greedy
-    n, a, u = avail_NAU.shape
-    # Uniform over available actions: argmax of random keys that are -1 where unavailable.
-    keys = torch.rand(n, a, u, generator=generator, device=q_NAU.device).masked_fill(~avail_NAU, -1.0)
-    random_actions = keys.argmax(dim=-1)
-    explore = torch.rand(n, a, generator=generator, device=q_NAU.device) < epsilon
-    return torch.where(explore, random_actions, greedy)
 
 
 @dataclass

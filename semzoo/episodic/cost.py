@@ -8,7 +8,7 @@ All arithmetic uses Python ints, so |U|^n never overflows.
 
 from __future__ import annotations
 
-from semzoo.memory.episodic import (
+from semzoo.episodic.tables import (
     ACTION_ID_LIMIT,
     KINDS,
     saem_key_words,

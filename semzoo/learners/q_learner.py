@@ -16,51 +16,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from semzoo.config import LearnerConfig, MemoryConfig
+from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
 from semzoo.mixers.base import Mixer
-from semzoo.nets import MASKED_Q, RNNAgent
+from semzoo.agents.rnn import MASKED_Q, RNNAgent
+from semzoo.learners.batch import CleanBatch
 from semzoo.types import EpisodeBatch
-
-NO_ACTION = -1
-"""Last-action id before the first step (encoded as an all-zero one-hot)."""
-
-
-@dataclass
-class CleanBatch:
-    """An EpisodeBatch with padding replaced by zeros, plus the masks derived from it.
-
-    Padding can hold anything (NaN, 1e9); every tensor here is finite and identical
-    whatever the padding held, so losses and gradients do not depend on it.
-    """
-
-    obs: torch.Tensor  # [B,T+1,A,O]
-    state: torch.Tensor  # [B,T+1,S]
-    avail: torch.Tensor  # [B,T+1,A,U] bool, all false on padding
-    actions: torch.Tensor  # [B,T,A]
-    last_actions: torch.Tensor  # [B,T+1,A], NO_ACTION at t=0
-    reward: torch.Tensor  # [B,T]
-    terminated: torch.Tensor  # [B,T] float
-    mask: torch.Tensor  # [B,T] float, 1 on real steps
-
-    @classmethod
-    def from_batch(cls, batch: EpisodeBatch) -> "CleanBatch":
-        b, t = batch.reward.shape
-        device = batch.reward.device
-        slot_valid = torch.arange(t + 1, device=device)[None, :] <= batch.length[:, None]  # [B,T+1]
-        filled = batch.filled
-        actions = torch.where(filled[..., None], batch.actions, 0)
-        last_actions = torch.cat([torch.full_like(actions[:, :1], NO_ACTION), actions], dim=1)
-        return cls(
-            obs=torch.where(slot_valid[..., None, None], batch.obs, 0.0),
-            state=torch.where(slot_valid[..., None], batch.state, 0.0),
-            avail=batch.avail & slot_valid[..., None, None],
-            actions=actions,
-            last_actions=last_actions,
-            reward=torch.where(filled, batch.reward, 0.0),
-            terminated=(batch.terminated & filled).float(),
-            mask=filled.float(),
-        )
-
 
 class QLearner:
     """Value-decomposition Q-learning with an optional episodic-memory target.
@@ -84,6 +44,13 @@ class QLearner:
         self.updates = 0
         self._last_hits = 0.0  # hit rate of the last episodic_target call (a diagnostic)
         self._answered = torch.zeros(0, dtype=torch.bool)  # [B,T] steps whose E came from the table
+
+    @classmethod
+    def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: Any | None = None,
+                    memory_kind: str = "none", **learner_args: Any) -> "QLearner":
+        """The learner of a run: its sections of ``config`` plus the row's ``learner_args`` (see semzoo.algos)."""
+        return cls(agent=agent, mixer=mixer, config=config.learner, memory_config=config.memory, memory=memory,
+                   memory_kind=memory_kind, **learner_args)
 
     # ----- pieces shared with derived learners (WQMIX) -------------------------------------------------
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from semzoo.train import CONFIG_FILE, METRICS_FILE, load_run_config, read_metrics
+from semzoo.run.rundir import CONFIG_FILE, METRICS_FILE, load_run_config, read_metrics
 
 TARGET_METRICS = {"target_y": "y", "target_e": "E", "q_tot": "Q_tot"}
 """Metric name -> label of the targets figure (paper: y, E and Q_tot over training)."""

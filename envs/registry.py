@@ -8,9 +8,14 @@ ParallelEnv factory whose env has ``state()``, e.g. ``pz:mpe2.simple_spread_v3:p
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pettingzoo.utils.env import ParallelEnv
+
+from semzoo.types import VecCTDEEnv
+
+if TYPE_CHECKING:
+    from semzoo.config import TrainConfig
 
 ENV_KINDS = ("matrix", "smax", "smac", "pz")
 ENV_ID_HELP = "matrix:<game>, smax:<map>, smac:<map> or pz:<module>:<factory>"
@@ -47,3 +52,17 @@ def make_env(env_id: str, **kwargs: Any) -> ParallelEnv:
     if not callable(getattr(env, "state", None)):
         raise ValueError(f"env id {env_id!r}: the env has no state(); semzoo needs the global state for its mixers")
     return env
+
+
+def make_vec_env(config: TrainConfig) -> VecCTDEEnv:
+    """The ``config.n_envs`` environments of a run, as a ``VecCTDEEnv`` (SMAX: one jitted, vmapped batch)."""
+    kind, _, name = config.env.partition(":")
+    if kind == "smax":
+        from semzoo.envs.smax import SMAXVecEnv
+
+        return SMAXVecEnv(name, n_envs=config.n_envs, episode_limit=config.episode_limit, **config.env_args)
+    from semzoo.wrappers.ctde import CTDEVecEnv
+
+    # CTDEVecEnv builds its first env in this process (sync and async), so a bad id or argument fails here.
+    fns = [lambda: make_env(config.env, **config.env_args) for _ in range(config.n_envs)]
+    return CTDEVecEnv(fns, episode_limit=config.episode_limit)

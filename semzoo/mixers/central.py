@@ -1,8 +1,8 @@
-"""Weighted QMIX's mixers (Rashid et al., NeurIPS 2020).
+"""WQMIX's central mixer Q* (Rashid et al., NeurIPS 2020).
 
-The factored Q_tot of CW-QMIX and OW-QMIX is the monotonic QMIX mixer, registered here under both names;
-the weighting and the unrestricted central Q* live in ``semzoo.wqmix.WQMIXLearner``, and Q*'s feed-forward
-mixer is ``CentralMixer`` below (not registered: it does not factor, so agents cannot act greedily on it).
+The factored Q_tot of CW-QMIX and OW-QMIX is the monotonic QMIX mixer (their rows in ``semzoo.algos``);
+the weighting lives in ``semzoo.learners.wqmix.WQMIXLearner``. ``CentralMixer`` is not registered: it does
+not factor, so agents cannot act greedily on it.
 """
 
 from __future__ import annotations
@@ -10,11 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from semzoo.mixers.base import Mixer, register_mixer
-from semzoo.mixers.qmix import QMixer
-
-register_mixer("cw-qmix")(QMixer)
-register_mixer("ow-qmix")(QMixer)
+from semzoo.mixers.base import Mixer
 
 
 class CentralMixer(Mixer):

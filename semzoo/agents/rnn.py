@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+if TYPE_CHECKING:
+    from semzoo.config import AgentConfig
+    from semzoo.types import VecCTDEEnv
+
 MASKED_Q = -1e9
 """Q value given to unavailable actions before an argmax (never enters a loss)."""
+NO_ACTION = -1
+"""Last-action id before the first step (encoded as an all-zero one-hot)."""
 
 
 class RNNAgent(nn.Module):
@@ -28,6 +36,12 @@ class RNNAgent(nn.Module):
         self.fc1 = nn.Linear(self.input_dim, hidden_dim)
         self.rnn = nn.GRU(hidden_dim, hidden_dim, batch_first=True)
         self.fc2 = nn.Linear(hidden_dim, n_actions)
+
+    @classmethod
+    def for_env(cls, env: "VecCTDEEnv", config: "AgentConfig") -> "RNNAgent":
+        """The agent network sized for ``env`` with the sizes and inputs of ``config``."""
+        return cls(obs_dim=env.obs_dim, n_agents=env.n_agents, n_actions=env.n_actions, hidden_dim=config.hidden_dim,
+                   obs_agent_id=config.obs_agent_id, obs_last_action=config.obs_last_action)
 
     def build_inputs(self, obs_BTAO: torch.Tensor, last_action_BTA: torch.Tensor) -> torch.Tensor:
         """Concatenate observation, last action (one-hot, zero where the action is -1) and agent id.

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from semzoo.config import TrainConfig
-from semzoo.train import Trainer, default_run_name, run_finished
+from semzoo.run.rundir import CONFIG_FILE, default_run_name, run_finished
+from semzoo.run.trainer import Trainer
 
 FAIL_ONCE_ENV = "SEMZOO_SWEEP_FAIL_ONCE"
 """Test hook: the run name of one trial that raises once, half-way through its training."""
@@ -98,7 +99,7 @@ def run_trial(config_dict: dict[str, Any], threads: int = 1, fail_once: str | No
     if run_finished(run_dir, trial.config.steps):
         return {"run": trial.name, "status": "skipped"}
     progress = _fail_once_hook(run_dir, trial.config.steps) if fail_once == trial.name else None
-    if (run_dir / "config.json").exists():
+    if (run_dir / CONFIG_FILE).exists():
         trainer = Trainer.resume(run_dir, steps=trial.config.steps, progress=progress)
     else:
         trainer = Trainer(trial.config, run_dir=run_dir, progress=progress)

@@ -16,12 +16,12 @@ from typing import Any, Literal
 
 import torch
 
-from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
-from semzoo.learner import CleanBatch, QLearner
+from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
+from semzoo.learners.q_learner import CleanBatch, QLearner
 from semzoo.mixers.base import Mixer
-from semzoo.mixers.wqmix import CentralMixer
-from semzoo.nets import MASKED_Q, RNNAgent
-from semzoo.types import EpisodeBatch, VecCTDEEnv
+from semzoo.mixers.central import CentralMixer
+from semzoo.agents.rnn import MASKED_Q, RNNAgent
+from semzoo.types import EpisodeBatch
 
 WEIGHTINGS = ("cw", "ow")
 
@@ -38,16 +38,10 @@ class WQMIXLearner(QLearner):
     def __init__(
         self, *, agent: RNNAgent, mixer: Mixer, config: LearnerConfig, memory_config: MemoryConfig,
         memory: Any | None = None, memory_kind: str = "none", weighting: Literal["cw", "ow"] = "cw",
-        mixer_config: MixerConfig | None = None, env_info: VecCTDEEnv | None = None,
+        mixer_config: MixerConfig | None = None,
     ) -> None:
         if weighting not in WEIGHTINGS:
             raise ValueError(f"weighting={weighting!r}: expected 'cw' (centrally weighted) or 'ow' (optimistically weighted)")
-        if env_info is not None and (env_info.n_agents, env_info.state_dim, env_info.n_actions) != (
-                agent.n_agents, mixer.state_dim, agent.n_actions):
-            raise ValueError(
-                f"env_info has (n_agents, state_dim, n_actions) = {(env_info.n_agents, env_info.state_dim, env_info.n_actions)}"
-                f" but the agent and mixer were built for {(agent.n_agents, mixer.state_dim, agent.n_actions)}: "
-                "build them from the same environment")
         super().__init__(agent=agent, mixer=mixer, config=config, memory_config=memory_config, memory=memory,
                          memory_kind=memory_kind)
         mixer_config = mixer_config or MixerConfig()
@@ -63,6 +57,13 @@ class WQMIXLearner(QLearner):
         self.params = self.params + list(self.central_agent.parameters()) + list(self.central_mixer.parameters())
         self.optimizer = torch.optim.RMSprop(self.params, lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps,
                                              foreach=True)
+
+    @classmethod
+    def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: Any | None = None,
+                    memory_kind: str = "none", **learner_args: Any) -> "WQMIXLearner":
+        """As QLearner's, plus the mixer section (alpha and Q*'s size)."""
+        return cls(agent=agent, mixer=mixer, config=config.learner, memory_config=config.memory, memory=memory,
+                   memory_kind=memory_kind, mixer_config=config.mixer, **learner_args)
 
     # ----- Q* and the weights --------------------------------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""Agents: the recurrent agent network and action selection."""

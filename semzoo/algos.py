@@ -1,0 +1,158 @@
+"""The algorithm table: what an algorithm id means, and the one place its parts are built.
+
+An id is ``<base>`` or ``<kind>-<base>``: ``base`` names a row of the table (a mixer and the
+learner that trains it), ``kind`` an episodic memory (``sem``, ``saem``; paper sections 4-5).
+
+    qmix          QMixer         QLearner
+    cw-qmix       QMixer         WQMIXLearner(weighting="cw")    + its central Q*
+    sem-qplex     QPLEXMixer     QLearner                        + SEM table, E target (eq. 6-7)
+
+Every mixer registered with ``semzoo.register_mixer(name)`` is a row of its own (trained by the
+plain ``QLearner``), so ``name``, ``sem-name`` and ``saem-name`` train without further code.
+``register_algorithm`` adds a row with its own learner (a subclass of ``QLearner`` that overrides
+its hooks). The CLI, ``TrainConfig`` validation, sweeps, ``semzoo algos`` and the matrix-game
+script all read this table; user code reaches it from the CLI through a plugin module
+(``semzoo.plugins``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from semzoo.episodic.tables import KINDS as EPISODIC_KINDS
+from semzoo.mixers.base import make_mixer, mixer_names
+from semzoo.plugins import load_plugins
+
+if TYPE_CHECKING:
+    from semzoo.agents.rnn import RNNAgent
+    from semzoo.config import TrainConfig
+    from semzoo.episodic.tables import EpisodicMemory
+    from semzoo.learners.q_learner import QLearner
+    from semzoo.mixers.base import Mixer
+    from semzoo.types import VecCTDEEnv
+
+NO_MEMORY = "none"
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """A row of the table: ``mixer`` (a registered mixer name) trained by ``learner`` with ``learner_args``.
+
+    ``learner`` is the import path of a ``QLearner`` subclass (``module:Class``), imported when a run
+    is built, so listing the table imports no learner.
+    """
+
+    name: str
+    mixer: str
+    learner: str = "semzoo.learners.q_learner:QLearner"
+    learner_args: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    def learner_class(self) -> type[QLearner]:
+        import importlib
+
+        module, _, attr = self.learner.partition(":")
+        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class AlgorithmId:
+    """A parsed id: the table row and the episodic memory kind ('none', 'sem' or 'saem')."""
+
+    id: str
+    algorithm: Algorithm
+    memory: str
+
+    @property
+    def mixer(self) -> str:
+        return self.algorithm.mixer
+
+
+_TABLE: dict[str, Algorithm] = {}
+
+
+def register_algorithm(algorithm: Algorithm) -> Algorithm:
+    """Add (or replace) a row; its memory variants ``sem-<name>`` and ``saem-<name>`` come with it."""
+    if not algorithm.name or algorithm.name.partition("-")[0] in EPISODIC_KINDS:
+        raise ValueError(f"algorithm name {algorithm.name!r}: expected a name that does not start with "
+                         f"{', '.join(k + '-' for k in EPISODIC_KINDS)} (those prefixes select episodic memory)")
+    _TABLE[algorithm.name] = algorithm
+    return algorithm
+
+
+_BUILTIN = (
+    Algorithm("vdn", "vdn", description="VDN: Q_tot = sum of agent utilities (Sunehag et al. 2018)"),
+    Algorithm("qmix", "qmix", description="QMIX: monotonic hypernetwork mixer (Rashid et al. 2018)"),
+    Algorithm("qplex", "qplex", description="QPLEX: duplex dueling with attention (Wang et al. 2021)"),
+    Algorithm("cw-qmix", "qmix", learner="semzoo.learners.wqmix:WQMIXLearner", learner_args={"weighting": "cw"},
+              description="CW-QMIX: centrally weighted QMIX with a central Q* (Rashid et al. 2020)"),
+    Algorithm("ow-qmix", "qmix", learner="semzoo.learners.wqmix:WQMIXLearner", learner_args={"weighting": "ow"},
+              description="OW-QMIX: optimistically weighted QMIX with a central Q* (Rashid et al. 2020)"),
+)
+for _algorithm in _BUILTIN:
+    register_algorithm(_algorithm)
+
+
+def _rows() -> dict[str, Algorithm]:
+    """The table with every registered mixer that has no row of its own as a plain-QLearner row."""
+    load_plugins()
+    rows = dict(_TABLE)
+    for name in mixer_names():
+        rows.setdefault(name, Algorithm(name, name, description=f"mixer {name!r} (registered) with the Q-learner"))
+    return rows
+
+
+def algorithm_ids() -> list[str]:
+    """Every trainable id: each row, then its sem- and saem- variants."""
+    rows = _rows()
+    return [f"{prefix}{name}" for prefix in ("", *(k + "-" for k in EPISODIC_KINDS)) for name in rows]
+
+
+def parse_algorithm(algo_id: str) -> AlgorithmId:
+    """'sem-qmix' -> AlgorithmId(row qmix, memory 'sem'); ValueError naming the valid ids otherwise."""
+    rows = _rows()
+    kind, _, rest = algo_id.partition("-")
+    if kind in EPISODIC_KINDS and rest in rows:
+        return AlgorithmId(algo_id, rows[rest], kind)
+    if algo_id in rows:
+        return AlgorithmId(algo_id, rows[algo_id], NO_MEMORY)
+    bases = ", ".join(rows)
+    raise ValueError(f"unknown algorithm {algo_id!r}: expected <base>, sem-<base> or saem-<base> with base one of "
+                     f"{bases} (`semzoo algos` lists them; register your own with semzoo.register_mixer)")
+
+
+@dataclass
+class RunParts:
+    """The trainable parts of a run, built for one env."""
+
+    algo: AlgorithmId
+    agent: RNNAgent
+    mixer: Mixer
+    memory: EpisodicMemory | None
+    learner: QLearner
+
+
+def build(config: TrainConfig, env: VecCTDEEnv, device: torch.device) -> RunParts:
+    """Agent, mixer, episodic memory and learner of ``config.algo`` for ``env``, in that order (seeded RNG order)."""
+    from semzoo.agents.rnn import RNNAgent
+    from semzoo.episodic.tables import make_episodic_memory
+
+    algo = parse_algorithm(config.algo)
+    agent = RNNAgent.for_env(env, config.agent).to(device)
+    mixer = make_mixer(algo.mixer, n_agents=env.n_agents, state_dim=env.state_dim, n_actions=env.n_actions,
+                       config=config.mixer).to(device)
+    memory = None
+    if algo.memory != NO_MEMORY:
+        m = config.memory
+        memory = make_episodic_memory(algo.memory, state_dim=env.state_dim, n_agents=env.n_agents,
+                                      proj_dim=m.proj_dim, capacity=m.capacity, pending_size=m.pending_size,
+                                      gamma=config.learner.gamma, seed=config.seed)
+    learner = algo.algorithm.learner_class().from_config(config, agent=agent, mixer=mixer, memory=memory,
+                                                         memory_kind=algo.memory, **algo.algorithm.learner_args)
+    return RunParts(algo=algo, agent=agent, mixer=mixer, memory=memory, learner=learner)
+
+
+__all__ = ["Algorithm", "AlgorithmId", "RunParts", "register_algorithm", "algorithm_ids", "parse_algorithm", "build"]

@@ -1,0 +1,1 @@
+"""Episodic memory: SEM and SAEM tables, and their storage cost."""

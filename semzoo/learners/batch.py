@@ -1,0 +1,47 @@
+"""A sampled episode batch made safe for the loss: padding zeroed, masks derived."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from semzoo.agents.rnn import NO_ACTION
+from semzoo.types import EpisodeBatch
+
+
+@dataclass
+class CleanBatch:
+    """An EpisodeBatch with padding replaced by zeros, plus the masks derived from it.
+
+    Padding can hold anything (NaN, 1e9); every tensor here is finite and identical
+    whatever the padding held, so losses and gradients do not depend on it.
+    """
+
+    obs: torch.Tensor  # [B,T+1,A,O]
+    state: torch.Tensor  # [B,T+1,S]
+    avail: torch.Tensor  # [B,T+1,A,U] bool, all false on padding
+    actions: torch.Tensor  # [B,T,A]
+    last_actions: torch.Tensor  # [B,T+1,A], NO_ACTION at t=0
+    reward: torch.Tensor  # [B,T]
+    terminated: torch.Tensor  # [B,T] float
+    mask: torch.Tensor  # [B,T] float, 1 on real steps
+
+    @classmethod
+    def from_batch(cls, batch: EpisodeBatch) -> "CleanBatch":
+        b, t = batch.reward.shape
+        device = batch.reward.device
+        slot_valid = torch.arange(t + 1, device=device)[None, :] <= batch.length[:, None]  # [B,T+1]
+        filled = batch.filled
+        actions = torch.where(filled[..., None], batch.actions, 0)
+        last_actions = torch.cat([torch.full_like(actions[:, :1], NO_ACTION), actions], dim=1)
+        return cls(
+            obs=torch.where(slot_valid[..., None, None], batch.obs, 0.0),
+            state=torch.where(slot_valid[..., None], batch.state, 0.0),
+            avail=batch.avail & slot_valid[..., None, None],
+            actions=actions,
+            last_actions=last_actions,
+            reward=torch.where(filled, batch.reward, 0.0),
+            terminated=(batch.terminated & filled).float(),
+            mask=filled.float(),
+        )

@@ -1,1 +1,0 @@
-"""Episode replay buffer and episodic-memory tables."""

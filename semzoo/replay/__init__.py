@@ -1,0 +1,1 @@
+"""Episode replay buffer H."""

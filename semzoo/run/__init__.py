@@ -1,0 +1,1 @@
+"""Running experiments: trainer, episode runner, evaluation, run directory, checkpoints, sweeps, reports."""

@@ -1,0 +1,182 @@
+"""The run directory: one folder per run, and the only module that knows its layout.
+
+    <run_dir>/config.json     the resolved TrainConfig (``TrainConfig.to_dict``)
+    <run_dir>/metrics.csv     long format: env_steps, episodes, updates, wall_time, name, value
+    <run_dir>/checkpoints/    the last two checkpoints (``semzoo.run.checkpoint``)
+    <run_dir>/tensorboard/    TensorBoard events (when tensorboard is installed)
+    <run_dir>/final.json      written once the run has finished
+    <run_dir>/.lock           held (flock) by the one process writing the run
+
+Resuming cuts metrics.csv back to the size recorded in the checkpoint, so no row is written twice.
+"""
+
+from __future__ import annotations
+
+import csv
+import errno
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from semzoo.config import TrainConfig
+from semzoo.run.checkpoint import CheckpointError
+
+METRIC_FIELDS = ("env_steps", "episodes", "updates", "wall_time", "name", "value")
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.csv"
+FINAL_FILE = "final.json"
+LOCK_FILE = ".lock"
+TENSORBOARD_DIR = "tensorboard"
+TIMING_METRICS = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "test_time_s", "checkpoint_time_s",
+                            "checkpoint_mb"})
+"""Metrics that measure the machine, not the learning: they differ between identical runs."""
+RESUME_IGNORED_FIELDS = frozenset({"steps", "out", "run_name", "device"})
+"""Config fields a resumed run may change: the others must match the checkpoint's."""
+
+
+class RunLockedError(ValueError):
+    """Another process is writing this run directory."""
+
+
+class RunLock:
+    """An exclusive ``flock`` on ``<run_dir>/.lock`` held while a process writes the run.
+
+    The kernel drops the lock when the process exits, however it exits (SIGKILL included), so a
+    killed run never leaves its directory locked. ``flock`` is advisory and per host: on a shared
+    filesystem across nodes (a Ray cluster) it protects against writers on the same node only.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        import fcntl
+
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ValueError(f"cannot create run directory {run_dir}: {err.strerror or err} (is --out a file, or not "
+                             "writable?): choose another --out") from None
+        self.path = run_dir / LOCK_FILE
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as err:
+            os.close(self._fd)
+            self._fd = None
+            if err.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise RunLockedError(f"run directory {run_dir} is in use by another semzoo process: wait for it to "
+                                     "finish (or stop it), or choose another --out/--run-name") from None
+            raise
+        os.ftruncate(self._fd, 0)
+        os.write(self._fd, f"{os.getpid()}\n".encode())
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = None
+
+
+class MetricsLogger:
+    """Appends (env_steps, episodes, updates, wall_time, name, value) rows to ``metrics.csv``.
+
+    ``fresh=True`` starts the file over; otherwise rows are appended (a resumed run first cuts the
+    file back to the size recorded in its checkpoint, so no row is written twice).
+    """
+
+    def __init__(self, path: Path, *, fresh: bool = True) -> None:
+        self.path = path
+        new = fresh or not path.exists() or path.stat().st_size == 0
+        self._file = path.open("w" if new else "a", newline="")
+        self._writer = csv.writer(self._file)
+        if new:
+            self._writer.writerow(METRIC_FIELDS)
+            self._file.flush()
+        self.extra_sinks: list[Callable[[str, float, int], None]] = []
+
+    def log(self, metrics: dict[str, float], *, env_steps: int, episodes: int, updates: int, wall_time: float) -> None:
+        for name, value in metrics.items():
+            self._writer.writerow([env_steps, episodes, updates, f"{wall_time:.3f}", name, repr(float(value))])
+            for sink in self.extra_sinks:
+                sink(name, float(value), env_steps)
+        self._file.flush()
+
+    def nbytes(self) -> int:
+        """Size of the file with every row logged so far (the resume point recorded in checkpoints)."""
+        self._file.flush()
+        return os.fstat(self._file.fileno()).st_size
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def truncate_metrics(run_dir: str | Path, nbytes: int) -> None:
+    """Cut a run's metrics.csv back to ``nbytes`` (rows written after a checkpoint, or a half-written row)."""
+    path = Path(run_dir) / METRICS_FILE
+    if path.exists() and path.stat().st_size > nbytes:
+        with path.open("r+b") as f:
+            f.truncate(nbytes)
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The rows of a run's metrics.csv with numbers parsed; a half-written last row (killed run) is skipped."""
+    rows = []
+    with (Path(run_dir) / METRICS_FILE).open(newline="") as f:
+        for r in csv.DictReader(f):
+            try:
+                rows.append({"env_steps": int(r["env_steps"]), "episodes": int(r["episodes"]),
+                             "updates": int(r["updates"]), "wall_time": float(r["wall_time"]), "name": r["name"],
+                             "value": float(r["value"])})
+            except (TypeError, ValueError):
+                continue
+    return rows
+
+
+def load_run_config(run_dir: str | Path) -> TrainConfig:
+    """The resolved config stored in a run directory; ValueError naming the problem otherwise."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ValueError(f"run directory {str(run_dir)!r} does not exist: expected a folder made by `semzoo train`")
+    path = run_dir / CONFIG_FILE
+    if not path.exists():
+        raise ValueError(f"{run_dir} has no {CONFIG_FILE}: expected a run directory made by `semzoo train`")
+    try:
+        return TrainConfig.from_dict(json.loads(path.read_text()))
+    except (json.JSONDecodeError, TypeError, ValueError) as err:
+        raise ValueError(f"{path} is not a valid semzoo config: {str(err).splitlines()[0]}") from None
+
+
+def check_checkpoint_matches(payload: dict[str, Any], config: TrainConfig, where: Path) -> None:
+    """Refuse a checkpoint written by a run of another env, algorithm or configuration."""
+    if (payload.get("env"), payload.get("algo")) != (config.env, config.algo):
+        raise CheckpointError(
+            f"checkpoint {where} belongs to env {payload.get('env')!r} with algo {payload.get('algo')!r}, but the run "
+            f"is env {config.env!r} with algo {config.algo!r}: use the run directory the checkpoint came from"
+        )
+    saved, current = payload.get("config", {}), config.to_dict()
+    differ = sorted(k for k in set(saved) | set(current) if k not in RESUME_IGNORED_FIELDS and saved.get(k) != current.get(k))
+    if differ:
+        raise CheckpointError(f"checkpoint {where} was written with other values of {differ} than {CONFIG_FILE} holds: "
+                              "restore the run's config.json or start a new run")
+
+
+def run_finished(run_dir: str | Path, steps: int | None = None) -> bool:
+    """True when the run in ``run_dir`` completed (``final.json``), to ``steps`` env steps if given."""
+    path = Path(run_dir) / FINAL_FILE
+    try:
+        final = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return steps is None or int(final.get("env_steps", -1)) >= steps
+
+
+def write_final(run_dir: Path, final: dict[str, Any]) -> None:
+    """Mark the run finished: ``final.json`` with its counters and last evaluation."""
+    from semzoo.run.checkpoint import write_atomic
+
+    write_atomic(run_dir / FINAL_FILE, json.dumps(final, indent=2).encode())
+
+
+def default_run_name(config: TrainConfig) -> str:
+    """<env>_<algo>_seed<seed>, with characters unsafe in a folder name replaced by _."""
+    safe_env = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in config.env)
+    return f"{safe_env}_{config.algo}_seed{config.seed}"

@@ -1,0 +1,415 @@
+"""The training loop, Algorithm 1 of the paper.
+
+    initialise agents, mixer and targets (theta, theta^-), replay H, episodic table Q^S and pending set M
+    repeat until `steps` env steps:
+        collect N episodes epsilon-greedily; store them in H; their (phi(s_t), R_t) go to M,
+            and M updates Q^S with per-key maxima once it holds |M| steps          (collect)
+        for each collected episode, `updates_per_episode` times:
+            sample a batch from H; one gradient step on the loss of eq. (6)        (learn)
+        every `target_update_episodes` episodes: theta^- <- theta
+        every interval: log, evaluate greedily, checkpoint                          (_housekeeping)
+
+The run directory's layout is in ``semzoo.run.rundir``; a checkpoint holds every piece of state the
+loop reads, so a resumed run continues bit for bit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+import random
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from semzoo import algos
+from semzoo.config import TrainConfig
+from semzoo.envs.registry import make_vec_env
+from semzoo.replay.buffer import EpisodeReplayBuffer
+from semzoo.run.checkpoint import CheckpointManager, write_atomic
+from semzoo.run.device import resolve_device
+from semzoo.run.evaluation import SEED_STRIDE, EvalResult, eval_env_seeds, greedy_episodes
+from semzoo.run.rundir import (CONFIG_FILE, FINAL_FILE, METRICS_FILE, TENSORBOARD_DIR, MetricsLogger, RunLock,
+                               check_checkpoint_matches, default_run_name, load_run_config, truncate_metrics,
+                               write_final)
+from semzoo.run.runner import EpisodeRunner, RolloutStats
+
+BYTES_PER_MB = 1e6
+Progress = Callable[[dict[str, Any]], None]
+"""Called after every iteration with the counters, epsilon, the target steps and the last test figures."""
+
+
+@dataclass
+class Counters:
+    """Where a run stands; saved in checkpoints (as a dict, the field names are the keys)."""
+
+    env_steps: int = 0
+    episodes: int = 0
+    updates: int = 0
+    wall_time: float = 0.0
+    """Seconds spent in ``run``, summed over resumes."""
+    last_target_update: int = 0
+    """Episodes at the last target-network sync."""
+    last_log: int = 0
+    last_test: int = 0
+    last_save: int = 0
+    """Env steps at the last metric row, evaluation and checkpoint."""
+    update_credit: float = 0.0
+    """Gradient updates owed (updates_per_episode may be fractional)."""
+    test_runs: int = 0
+    """Test episodes played so far: the position in the run's test-seed stream."""
+
+
+class Trainer:
+    """Owns every part of a run; ``run()`` trains to ``config.steps`` env steps.
+
+    With ``run_dir`` the run writes config, metrics, checkpoints and TensorBoard events there, holding
+    the directory's lock until ``close()``; ``Trainer.resume(run_dir)`` rebuilds a trainer from the
+    last valid checkpoint.
+    """
+
+    def __init__(self, config: TrainConfig, *, run_dir: str | Path | None = None, progress: Progress | None = None,
+                 tensorboard: bool = True, _checkpoint: dict[str, Any] | None = None,
+                 _lock: RunLock | None = None) -> None:
+        self.config = config
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self.progress = progress
+        self.logger: MetricsLogger | None = None
+        self._tb_writer: Any = None
+        self._lock = _lock if _lock is not None or self.run_dir is None else RunLock(self.run_dir)
+        try:
+            self._build(_checkpoint)
+            if self.run_dir is not None:
+                self._open_run_dir(resumed=_checkpoint is not None, tensorboard=tensorboard)
+        except BaseException:
+            self.close()
+            raise
+
+    def _build(self, checkpoint: dict[str, Any] | None) -> None:
+        config = self.config
+        self.device = resolve_device(config.device)
+        self.checkpoints = CheckpointManager(self.run_dir) if self.run_dir is not None else None
+        if self.checkpoints is not None and checkpoint is None and self.checkpoints.paths():
+            raise ValueError(f"run directory {self.run_dir} already holds a run with checkpoints: continue it with "
+                             f"`semzoo train --resume {self.run_dir}` or choose another --out/--run-name")
+        if config.threads > 0:
+            torch.set_num_threads(config.threads)
+        torch.manual_seed(config.seed)
+        np.random.seed(config.seed % 2**32)
+        random.seed(config.seed)
+        self.env = make_vec_env(config)
+        self.max_t = int(config.episode_limit or self.env.episode_limit)
+        parts = algos.build(config, self.env, self.device)
+        self.algo, self.agent, self.mixer, self.memory, self.learner = (parts.algo, parts.agent, parts.mixer,
+                                                                        parts.memory, parts.learner)
+        env = self.env
+        self.buffer = EpisodeReplayBuffer(capacity=config.learner.buffer_size, max_t=self.max_t, n_agents=env.n_agents,
+                                          obs_dim=env.obs_dim, state_dim=env.state_dim, n_actions=env.n_actions)
+        self.runner = EpisodeRunner(env, self.agent, device=self.device, episode_limit=self.max_t)
+        self.generator = torch.Generator().manual_seed(config.seed)
+        self.counters = Counters()
+        # Loop state between metric rows, saved in checkpoints: episodes and learner stats of the window.
+        self._recent: list[RolloutStats] = []
+        self._window: dict[str, list[float]] = {}
+        self._last_eval: dict[str, float] = {}
+        # Timing of the current log window (machine-dependent, not checkpointed).
+        self._timing: dict[str, float] = {}
+        self._window_clock = time.perf_counter()
+        self._window_steps = 0
+        self._saved_at: int | None = None
+        if checkpoint is not None:
+            self.load_state_dict(checkpoint)
+            self._saved_at = self.counters.env_steps
+
+    def _open_run_dir(self, *, resumed: bool, tensorboard: bool) -> None:
+        assert self.run_dir is not None
+        write_atomic(self.run_dir / CONFIG_FILE, json.dumps(self.config.to_dict(), indent=2).encode())
+        (self.run_dir / FINAL_FILE).unlink(missing_ok=True)
+        self.logger = MetricsLogger(self.run_dir / METRICS_FILE, fresh=not resumed)
+        if tensorboard and importlib.util.find_spec("tensorboard") is not None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            # TensorBoard events with the metric names of metrics.csv, indexed by env steps.
+            purge_step = self.counters.env_steps + 1 if resumed else None
+            writer = SummaryWriter(log_dir=str(self.run_dir / TENSORBOARD_DIR), purge_step=purge_step)
+            self._tb_writer = writer
+            self.logger.extra_sinks.append(lambda name, value, step: writer.add_scalar(name, value, step))
+
+    @classmethod
+    def resume(cls, run_dir: str | Path, *, steps: int | None = None, progress: Progress | None = None,
+               tensorboard: bool = True) -> "Trainer":
+        """A trainer that continues the run in ``run_dir`` from its last valid checkpoint.
+
+        ``steps`` extends the run; the config otherwise comes from the run directory. With no
+        checkpoint at all (killed before the first save), the run starts over with a warning; with
+        only corrupt ones, CheckpointError.
+        """
+        run_dir = Path(run_dir)
+        config = load_run_config(run_dir)
+        if steps is not None:
+            config = dataclasses.replace(config, steps=steps)
+        lock = RunLock(run_dir)  # before anything is read or cut back
+        try:
+            manager = CheckpointManager(run_dir)
+            manager.clean_temporaries()
+            found = manager.load_latest(quarantine=True)
+            if found is None:
+                warnings.warn(f"{run_dir} has no checkpoint yet: starting the run from step 0", stacklevel=2)
+                return cls(config, run_dir=run_dir, progress=progress, tensorboard=tensorboard, _lock=lock)
+            path, payload = found
+            check_checkpoint_matches(payload, config, path)
+            done = int(payload["counters"]["env_steps"])
+            if config.steps < done:
+                raise ValueError(f"steps={config.steps} is fewer than the {done} env steps the checkpoint {path.name} "
+                                 f"already holds: pass --steps {done} or more")
+            truncate_metrics(run_dir, int(payload["metrics_bytes"]))
+        except BaseException:
+            lock.release()
+            raise
+        return cls(config, run_dir=run_dir, progress=progress, tensorboard=tensorboard, _checkpoint=payload,
+                   _lock=lock)
+
+    # ----- Algorithm 1 ---------------------------------------------------------------------------------------
+
+    def run(self) -> dict[str, float]:
+        """Train until ``config.steps`` env steps; returns the last evaluation's metrics."""
+        cfg, c = self.config, self.counters
+        clock, wall_at_start = time.perf_counter(), c.wall_time
+        self._window_clock, self._window_steps = clock, c.env_steps
+        while c.env_steps < cfg.steps:
+            t0 = time.perf_counter()
+            stats = self.collect()
+            t1 = time.perf_counter()
+            self.learn(len(stats.returns))
+            self._add_time("time_collect_s", t1 - t0)
+            self._add_time("time_learn_s", time.perf_counter() - t1)
+            c.wall_time = wall_at_start + time.perf_counter() - clock
+            self._recent.append(stats)
+            self._housekeeping()
+        self._finish()
+        return self._last_eval
+
+    def collect(self) -> RolloutStats:
+        """N epsilon-greedy training episodes into the replay buffer H and the episodic memory's pending set M."""
+        c = self.counters
+        seed = (self.config.seed * SEED_STRIDE + c.episodes) % 2**31
+        batch, stats = self.runner.run(epsilon=self.epsilon(), seed=seed, generator=self.generator)
+        if self.config.learner.timeout_as_terminal:  # PyMARL: a time limit ends the episode like a real end
+            last = (batch.length - 1).clamp(min=0)
+            batch.terminated[torch.arange(batch.batch_size), last] = True
+        self.buffer.insert(batch)
+        if self.memory is not None:
+            self.memory.update_from(batch)  # R_t of each real step; Q^S is written once M holds |M| steps
+        c.env_steps += int(stats.lengths.sum())
+        c.episodes += batch.batch_size
+        return stats
+
+    def learn(self, n_episodes: int) -> None:
+        """``updates_per_episode`` gradient steps per collected episode, then the periodic target sync."""
+        c, cfg = self.counters, self.config.learner
+        c.update_credit += n_episodes * cfg.updates_per_episode
+        while c.update_credit >= 1.0 and self.buffer.can_sample(cfg.batch_size):
+            c.update_credit -= 1.0
+            sample = self.buffer.sample(cfg.batch_size, self.generator).to(self.device)
+            stats = self.learner.train(sample)
+            c.updates += 1
+            for k, v in stats.items():
+                self._window.setdefault(k, []).append(v)
+        if not self.buffer.can_sample(cfg.batch_size):
+            c.update_credit = 0.0  # no credit piles up while the buffer fills
+        if c.episodes - c.last_target_update >= cfg.target_update_episodes:
+            self.learner.update_target()
+            c.last_target_update = c.episodes
+
+    def epsilon(self) -> float:
+        return self.config.exploration.epsilon(self.counters.env_steps)
+
+    def evaluate(self, n_episodes: int | None = None, *, seed: int | None = None) -> EvalResult:
+        """``n_episodes`` greedy (epsilon 0) episodes; they are not stored and do not count as env steps.
+
+        Env seeds come from the run's test stream, disjoint from training's; ``seed`` picks another
+        stream and leaves the run's position in its own untouched.
+        """
+        n_episodes = self.config.test_episodes if n_episodes is None else n_episodes
+        seeds = eval_env_seeds(self.config.seed, self.env.n_envs, seed, start=self.counters.test_runs)
+        result = greedy_episodes(self.runner, n_episodes, seeds, self.generator)
+        if seed is None:
+            self.counters.test_runs += math.ceil(n_episodes / self.env.n_envs) * self.env.n_envs
+        return result
+
+    # ----- logging, evaluation and checkpoints between iterations --------------------------------------------
+
+    def _housekeeping(self) -> None:
+        cfg, c = self.config, self.counters
+        if c.env_steps - c.last_log >= cfg.log_interval:
+            self._log(self._train_metrics())
+            c.last_log = c.env_steps
+        if c.env_steps - c.last_test >= cfg.test_interval:
+            self._test()
+        if cfg.save_interval > 0 and c.env_steps - c.last_save >= cfg.save_interval:
+            self.save_checkpoint()
+        if self.progress is not None:
+            self.progress({**dataclasses.asdict(c), "epsilon": self.epsilon(), "steps": cfg.steps, **self._last_eval})
+
+    def _finish(self) -> None:
+        c = self.counters
+        # The final checkpoint holds the loop state before the closing rows below, so a run extended
+        # later with --steps continues exactly as one that had been asked for more steps from the start.
+        self.save_checkpoint()
+        if self._recent:
+            self._log(self._train_metrics())
+        if c.last_test != c.env_steps or not self._last_eval:
+            self._test()
+        if self.run_dir is not None:
+            write_final(self.run_dir, {"env_steps": c.env_steps, "episodes": c.episodes, "updates": c.updates,
+                                       "steps": self.config.steps, "wall_time": c.wall_time,
+                                       "result": self._last_eval})
+
+    def _test(self) -> None:
+        started = time.perf_counter()
+        metrics = self.evaluate().as_metrics()
+        self._log({**metrics, "test_time_s": time.perf_counter() - started})
+        self._last_eval = metrics
+        self.counters.last_test = self.counters.env_steps
+
+    def _log(self, metrics: dict[str, float]) -> None:
+        if self.logger is not None:
+            c = self.counters
+            self.logger.log(metrics, env_steps=c.env_steps, episodes=c.episodes, updates=c.updates,
+                            wall_time=c.wall_time)
+
+    def _add_time(self, name: str, seconds: float) -> None:
+        self._timing[name] = self._timing.get(name, 0.0) + seconds
+
+    def _train_metrics(self) -> dict[str, float]:
+        """Means over the window since the last row: learner stats, episodes, memory, timing."""
+        metrics = {k: float(np.mean(v)) for k, v in self._window.items()}
+        recent = self._recent
+        returns = np.concatenate([s.returns for s in recent])
+        metrics.update(return_mean=float(returns.mean()), epsilon=self.epsilon(),
+                       ep_length_mean=float(np.concatenate([s.lengths for s in recent]).mean()))
+        won = [s.battle_won for s in recent if s.battle_won is not None]
+        if won:
+            metrics["win_rate"] = float(np.concatenate(won).mean())
+        if self.memory is not None:
+            metrics.update(memory_entries=float(self.memory.n_entries), memory_bytes=float(self.memory.nbytes),
+                           memory_pending_steps=float(self.memory.pending_steps))
+        metrics["buffer_episodes"] = float(len(self.buffer))
+        now = time.perf_counter()
+        steps = self.counters.env_steps - self._window_steps
+        metrics["steps_per_s"] = steps / max(now - self._window_clock, 1e-9)
+        metrics.update(self._timing)
+        self._window, self._recent, self._timing = {}, [], {}
+        self._window_clock, self._window_steps = now, self.counters.env_steps
+        return metrics
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything the loop reads, for an exact resume (numpy arrays, tensors, plain values)."""
+        rng: dict[str, Any] = {"torch": torch.get_rng_state(), "generator": self.generator.get_state(),
+                               "numpy": np.random.get_state(), "python": random.getstate()}
+        if torch.cuda.is_available():
+            rng["cuda"] = torch.cuda.get_rng_state_all()
+        buffer = self.buffer.state_dict()
+        size = int(buffer["size"])
+        for name, value in buffer.items():  # only the filled episodes: an empty buffer costs nothing
+            if isinstance(value, torch.Tensor) and size < value.shape[0]:
+                buffer[name] = value[:size].clone()  # a view would save the whole storage
+        recent = [{"returns": s.returns, "lengths": s.lengths, "battle_won": s.battle_won} for s in self._recent]
+        return {
+            "env": self.config.env, "algo": self.config.algo, "config": self.config.to_dict(),
+            "counters": dataclasses.asdict(self.counters), "epsilon": self.epsilon(),
+            "learner": self.learner.state_dict(), "buffer": buffer,
+            "memory": self.memory.state_dict() if self.memory is not None else None,
+            "rng": rng,
+            "loop": {"recent": recent, "window": {k: list(v) for k, v in self._window.items()},
+                     "last_eval": dict(self._last_eval)},
+            "metrics_bytes": self.logger.nbytes() if self.logger is not None else 0,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Inverse of ``state_dict``."""
+        self.counters = Counters(**state["counters"])
+        self.learner.load_state_dict(state["learner"])
+        buffer = dict(state["buffer"])
+        for name, value in self.buffer.state_dict().items():
+            if isinstance(value, torch.Tensor):
+                full = torch.zeros_like(value)
+                full[: buffer[name].shape[0]] = buffer[name]
+                buffer[name] = full
+        self.buffer.load_state_dict(buffer)
+        if self.memory is not None:
+            self.memory.load_state_dict(state["memory"])
+        rng = state["rng"]
+        torch.set_rng_state(rng["torch"])
+        self.generator.set_state(rng["generator"])
+        np.random.set_state(rng["numpy"])
+        random.setstate(rng["python"])
+        if "cuda" in rng and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        loop = state["loop"]
+        self._recent = [RolloutStats(returns=r["returns"], lengths=r["lengths"], battle_won=r["battle_won"])
+                        for r in loop["recent"]]
+        self._window = {k: list(v) for k, v in loop["window"].items()}
+        self._last_eval = dict(loop["last_eval"])
+
+    def save_checkpoint(self) -> Path | None:
+        """Write a checkpoint of the current state (no-op without a run directory or if one exists for this step)."""
+        c = self.counters
+        if self.checkpoints is None or self._saved_at == c.env_steps:
+            return None
+        started = time.perf_counter()
+        c.last_save = c.env_steps
+        path, nbytes = self.checkpoints.save(self.state_dict(), c.env_steps)
+        self._saved_at = c.env_steps
+        self._add_time("checkpoint_time_s", time.perf_counter() - started)
+        self._timing["checkpoint_mb"] = nbytes / BYTES_PER_MB
+        return path
+
+    def close(self) -> None:
+        """Close files and envs and release the run directory (safe to call twice, and on a half-built trainer)."""
+        if self.logger is not None:
+            self.logger.close()
+            self.logger = None
+        if self._tb_writer is not None:
+            self._tb_writer.close()
+            self._tb_writer = None
+        env = getattr(self, "env", None)
+        if env is not None:
+            env.close()
+            self.env = None  # type: ignore[assignment]
+        if self._lock is not None:
+            self._lock.release()
+
+
+def train(config: TrainConfig, *, progress: Progress | None = None,
+          tensorboard: bool = True) -> tuple[Path, dict[str, float]]:
+    """Run ``config`` in ``<out>/<run_name>``; returns the run directory and the final evaluation."""
+    run_dir = Path(config.out) / (config.run_name or default_run_name(config))
+    trainer = Trainer(config, run_dir=run_dir, progress=progress, tensorboard=tensorboard)
+    try:
+        result = trainer.run()
+    finally:
+        trainer.close()
+    return run_dir, result
+
+
+def resume(run_dir: str | Path, *, steps: int | None = None, progress: Progress | None = None,
+           tensorboard: bool = True) -> tuple[Path, dict[str, float]]:
+    """Continue the run in ``run_dir`` from its last valid checkpoint (to ``steps`` if given)."""
+    trainer = Trainer.resume(run_dir, steps=steps, progress=progress, tensorboard=tensorboard)
+    try:
+        result = trainer.run()
+    finally:
+        trainer.close()
+    return Path(run_dir), result
+
+
+__all__ = ["Trainer", "Counters", "train", "resume"]
