@@ -364,6 +364,40 @@ def table(
         typer.echo(f"\nwrote {write_table_csv(rows, csv_path)}")
 
 
+@app.callback()
+def _plugins(
+    plugin: list[str] = typer.Option([], "--plugin", help="Import this module first (it may register mixers, "
+                                     "algorithms or envs); repeatable. Also read from SEMZOO_PLUGINS.", metavar="MODULE"),
+) -> None:
+    """State-based episodic memory for cooperative multi-agent RL."""
+    from semzoo.plugins import add_plugin, load_plugins
+
+    try:
+        for module in plugin:
+            add_plugin(module)  # also names it in SEMZOO_PLUGINS, so sweep workers import it too
+        load_plugins()
+    except ValueError as err:
+        fail(str(err), USAGE_ERROR)
+
+
+@app.command()
+def algos() -> None:
+    """List the algorithm ids: each row of the table (mixer, learner) and its sem-/saem- variants."""
+    from semzoo.algos import algorithm_ids, parse_algorithm
+
+    ids = algorithm_ids()
+    rows = [parse_algorithm(i) for i in ids if parse_algorithm(i).memory == "none"]
+    width = max(len(r.id) for r in rows) + 2
+    typer.echo("Algorithm ids: <base>, sem-<base> (state-based memory) or saem-<base> (state and joint action).")
+    typer.echo(f"  {'base':<{width}}{'mixer':<10}{'learner':<14}description")
+    for r in rows:
+        learner = r.algorithm.learner.rpartition(":")[2]
+        typer.echo(f"  {r.id:<{width}}{r.mixer:<10}{learner:<14}{r.algorithm.description}")
+    typer.echo("")
+    typer.echo("Register your own with semzoo.register_mixer / semzoo.register_algorithm in a module, then "
+               "`semzoo --plugin MODULE ...` (see docs/architecture.md).")
+
+
 @app.command()
 def envs() -> None:
     """List the environment ids semzoo knows, with SMAC/SMAX map facts."""
