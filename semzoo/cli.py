@@ -424,49 +424,6 @@ def envs() -> None:
     typer.echo("  pz:mpe2.simple_spread_v3:parallel_env   MPE2 cooperative navigation (extra semzoo[mpe])")
 
 
-PROJECTION_BYTES_PER_ENTRY = 8
-"""semzoo draws V as float64 (numpy's standard_normal) and projects in float64."""
-
-
-def _smac_facts(name: str) -> tuple[int, int, int] | None:
-    """(n_agents, n_actions, state_dim) of a SMAC map from semzoo.envs.maps (no StarCraft needed); None if unknown."""
-    from semzoo.envs import maps
-
-    try:
-        m = maps.smac_map(name)
-    except maps.UnknownMapError:
-        return None
-    return m.n_agents, m.n_actions, m.state_dim
-
-
-def _env_facts(env_id: str, env_args: dict[str, Any]) -> tuple[int, int, int]:
-    """(n_agents, n_actions, state_dim) of an env id, read from its CTDE adapter."""
-    from semzoo.envs.registry import make_env
-    from semzoo.wrappers.ctde import CTDEEnv
-
-    kind, _, name = env_id.partition(":")
-    if kind == "smac" and not env_args and _smac_facts(name) is not None:
-        return _smac_facts(name)  # type: ignore[return-value]  # no StarCraft II needed
-    try:
-        ctde = CTDEEnv(make_env(env_id, **env_args))
-    except (ValueError, TypeError, ImportError) as err:
-        fail(str(err).splitlines()[0] if str(err) else repr(err), USAGE_ERROR)
-    try:
-        return ctde.n_agents, ctde.n_actions, ctde.state_dim
-    finally:
-        ctde.close()
-
-
-def _gb(n_bytes: int) -> str:
-    """Bytes as the paper's GB (1e9), exact for any Python int (36^27 tables do not fit a float's range)."""
-    from decimal import Decimal
-
-    from semzoo.episodic.cost import GB
-
-    value = Decimal(n_bytes) / Decimal(GB)
-    return f"{value:.3g} GB" if value < Decimal(10) ** 6 else f"{value:.2e} GB"
-
-
 @app.command("memory-cost")
 def memory_cost(
     target: Optional[str] = typer.Argument(None, help="A SMAC map (2c_vs_64zg, 27m_vs_30m, ...) or an env id "
@@ -479,7 +436,8 @@ def memory_cost(
     env_arg: list[str] = typer.Option([], help="KEY=VALUE passed to the env factory (VALUE parsed as JSON); repeatable."),
 ) -> None:
     """Storage of SEM and SAEM: the paper's layout (|U|^n tables for SAEM) next to what semzoo allocates."""
-    from semzoo.episodic.cost import paper_n_tables, storage_comparison
+
+    from semzoo.episodic.cost import format_gb, paper_n_tables, projection_bytes, sizes_of, storage_comparison
 
     explicit = {"--agents": agents, "--actions": actions, "--state-size": state_size}
     given = [flag for flag, value in explicit.items() if value is not None]
@@ -493,18 +451,11 @@ def memory_cost(
                  "or all of --agents, --actions, --state-size", USAGE_ERROR)
         n_agents, n_actions, state_dim = int(agents), int(actions), int(state_size)  # type: ignore[arg-type]
         source = "given"
-    elif ":" in target:
-        n_agents, n_actions, state_dim = _env_facts(target, parse_env_args(env_arg))
-        source = f"env {target}"
     else:
-        facts = _smac_facts(target)
-        if facts is None:
-            from semzoo.envs.maps import PAPER_MAPS
-
-            fail(f"unknown map {target!r}: expected a SMAC map (the paper's: {', '.join(PAPER_MAPS)}; "
-                 "`semzoo envs` lists all) or an env id such as matrix:climbing", USAGE_ERROR)
-        n_agents, n_actions, state_dim = facts
-        source = f"SMAC map {target}"
+        try:
+            n_agents, n_actions, state_dim, source = sizes_of(target, parse_env_args(env_arg))
+        except (ValueError, TypeError, ImportError) as err:
+            fail(str(err).splitlines()[0] if str(err) else repr(err), USAGE_ERROR)
     if state_dim <= 0:
         fail(f"--state-size {state_dim}: expected a positive state size F", USAGE_ERROR)
     try:
@@ -513,15 +464,15 @@ def memory_cost(
     except ValueError as err:
         fail(f"{err} (check --agents, --actions, --capacity, --proj-dim)", USAGE_ERROR)
     entries = int(capacity)
-    projection = proj_dim * state_dim * PROJECTION_BYTES_PER_ENTRY
     tables = f"{n_actions}^{n_agents} = {saem_tables:,}" if saem_tables < 10**9 else f"{n_actions}^{n_agents} = {saem_tables:.2e}"
     typer.echo(f"{source}: n = {n_agents} agents, |U| = {n_actions} actions, state size F = {state_dim}; "
                f"|Q| = {entries:,} entries, D = {proj_dim}")
     typer.echo(f"{'':6}{'paper layout':<52}semzoo (one table each)")
-    typer.echo(f"{'SEM':<6}{'1 table: ' + _gb(cost['paper_sem']):<52}{_gb(cost['semzoo_sem'])}  ({cost['semzoo_sem']:,} bytes)")
-    typer.echo(f"{'SAEM':<6}{tables + ' tables: ' + _gb(cost['paper_saem']):<52}{_gb(cost['semzoo_saem'])}  "
+    typer.echo(f"{'SEM':<6}{'1 table: ' + format_gb(cost['paper_sem']):<52}{format_gb(cost['semzoo_sem'])}  ({cost['semzoo_sem']:,} bytes)")
+    typer.echo(f"{'SAEM':<6}{tables + ' tables: ' + format_gb(cost['paper_saem']):<52}{format_gb(cost['semzoo_saem'])}  "
                f"({cost['semzoo_saem']:,} bytes)")
-    typer.echo(f"projection V: D x F = {proj_dim} x {state_dim} float64 = {projection:,} bytes (shared by SEM and SAEM)")
+    typer.echo(f"projection V: D x F = {proj_dim} x {state_dim} float64 = {projection_bytes(proj_dim, state_dim):,} bytes "
+               "(shared by SEM and SAEM)")
 
 
 def _click_exceptions() -> Any:

@@ -8,6 +8,9 @@ All arithmetic uses Python ints, so |U|^n never overflows.
 
 from __future__ import annotations
 
+from decimal import Decimal
+from typing import Any
+
 from semzoo.episodic.tables import (
     ACTION_ID_LIMIT,
     KINDS,
@@ -95,3 +98,48 @@ def storage_comparison(
         for layout, fn in (("paper", paper_storage_bytes), ("semzoo", semzoo_storage_bytes))
         for kind in KINDS
     }
+
+
+PROJECTION_BYTES_PER_ENTRY = 8
+"""semzoo draws V as float64 (numpy's standard_normal) and projects in float64."""
+
+
+def projection_bytes(proj_dim: int, state_dim: int) -> int:
+    """Bytes of the random projection V (D x F float64), shared by SEM and SAEM."""
+    return proj_dim * state_dim * PROJECTION_BYTES_PER_ENTRY
+
+
+def format_gb(n_bytes: int) -> str:
+    """Bytes as the paper's GB (1e9), exact for any Python int (36^27 tables do not fit a float's range)."""
+    value = Decimal(n_bytes) / Decimal(GB)
+    return f"{value:.3g} GB" if value < Decimal(10) ** 6 else f"{value:.2e} GB"
+
+
+def sizes_of(target: str, env_args: dict[str, Any] | None = None) -> tuple[int, int, int, str]:
+    """(n_agents, n_actions, state_dim, description) of a SMAC map name or an env id.
+
+    SMAC maps come from ``semzoo.envs.maps`` (no StarCraft II needed); an env id is built and read
+    through its CTDE adapter. ValueError for an unknown map.
+    """
+    from semzoo.envs import maps
+
+    env_args = env_args or {}
+    kind, sep, name = target.partition(":")
+    if not sep or (kind == "smac" and not env_args):
+        map_name = name if sep else target
+        try:
+            m = maps.smac_map(map_name)
+        except maps.UnknownMapError:
+            if not sep:
+                raise ValueError(f"unknown map {target!r}: expected a SMAC map (the paper's: {', '.join(maps.PAPER_MAPS)}; "
+                                 "`semzoo envs` lists all) or an env id such as matrix:climbing") from None
+        else:
+            return m.n_agents, m.n_actions, m.state_dim, f"SMAC map {map_name}" if not sep else f"env {target}"
+    from semzoo.envs.registry import make_env
+    from semzoo.wrappers.ctde import CTDEEnv
+
+    ctde = CTDEEnv(make_env(target, **env_args))
+    try:
+        return ctde.n_agents, ctde.n_actions, ctde.state_dim, f"env {target}"
+    finally:
+        ctde.close()
