@@ -16,6 +16,8 @@ from typing import Any, NoReturn, Optional
 
 import typer
 
+from semzoo.run.progress import ConsoleProgress as _Progress
+
 from semzoo.config import (AgentConfig, ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig)
 
 app = typer.Typer(
@@ -31,7 +33,6 @@ USAGE_ERROR = 2
 DOMAIN_ERROR = 1
 DEFAULT_STEPS = 100_000
 """The README's main job: SEM-QMIX on SMAX 3m, about 3 minutes on 2 cores, win rate rising to ~0.8."""
-PROGRESS_BAR_WIDTH = 24
 
 
 def fail(message: str, code: int = DOMAIN_ERROR) -> NoReturn:
@@ -59,55 +60,6 @@ def _build(factory: Callable[..., Any], **kwargs: Any) -> Any:
         return factory(**kwargs)
     except (ValueError, TypeError) as err:
         fail(str(err), USAGE_ERROR)
-
-
-class _Progress:
-    """A rich progress bar on a terminal (env steps, steps/s, ETA, last test figure); plain lines every ~10 % otherwise."""
-
-    def __init__(self, total: int, *, start: int = 0, label: str = "train") -> None:
-        self.total = max(total, 1)
-        self.start = start
-        self.label = label
-        self.started = time.perf_counter()
-        self.interactive = sys.stderr.isatty()
-        self._next_line = start
-        self._bar = None
-        if self.interactive:
-            from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-            self._bar = Progress(TextColumn(f"[bold]{label}"), BarColumn(bar_width=PROGRESS_BAR_WIDTH),
-                                 TextColumn("{task.completed:,}/{task.total:,} steps"),
-                                 TextColumn("{task.fields[rate]:,.0f} steps/s"), TimeElapsedColumn(), TextColumn("ETA"),
-                                 TimeRemainingColumn(), TextColumn("{task.fields[test]}"),
-                                 console=Console(stderr=True), transient=False)
-            self._task = self._bar.add_task(label, total=self.total, completed=min(start, self.total), rate=0.0,
-                                            test="")
-            self._bar.start()
-
-    @staticmethod
-    def _test_text(info: dict[str, Any]) -> str:
-        if "test_win_rate" in info:
-            return f"test win rate {info['test_win_rate']:.2f}"
-        if "test_return_mean" in info:
-            return f"test return {info['test_return_mean']:.3f}"
-        return ""
-
-    def __call__(self, info: dict[str, Any]) -> None:
-        steps = info["env_steps"]
-        elapsed = max(time.perf_counter() - self.started, 1e-9)
-        rate = (steps - self.start) / elapsed
-        if self._bar is not None:
-            self._bar.update(self._task, completed=min(steps, self.total), rate=rate, test=self._test_text(info))
-        elif steps >= self._next_line:
-            eta = (self.total - steps) / rate if rate > 0 else float("nan")
-            typer.echo(f"[{self.label}] {steps:,}/{self.total:,} steps  {rate:,.0f} steps/s  ETA {eta:,.0f} s  "
-                       f"eps {info['epsilon']:.3f}  {self._test_text(info)}".rstrip(), err=True)
-            self._next_line = steps + self.total / 10
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
 
 
 def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:

@@ -180,3 +180,21 @@ def default_run_name(config: TrainConfig) -> str:
     """<env>_<algo>_seed<seed>, with characters unsafe in a folder name replaced by _."""
     safe_env = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in config.env)
     return f"{safe_env}_{config.algo}_seed{config.seed}"
+
+
+def new_run_dir(config: TrainConfig) -> Path:
+    """Where a new run of ``config`` goes: ``<out>/<run_name>``.
+
+    Without a ``run_name`` the default name ``<env>_<algo>_seed<seed>`` gets ``-2``, ``-3`` ... when a
+    run is already there, so the same command can be run again (the README's main job); an explicit
+    ``run_name`` is taken as given (and refused later if it already holds a run).
+    """
+    out = Path(config.out)
+    if config.run_name:
+        return out / config.run_name
+    name = default_run_name(config)
+    candidate, n = out / name, 1
+    while (candidate / CONFIG_FILE).exists():
+        n += 1
+        candidate = out / f"{name}-{n}"
+    return candidate

@@ -38,7 +38,7 @@ from semzoo.run.checkpoint import CheckpointManager, write_atomic
 from semzoo.run.device import resolve_device
 from semzoo.run.evaluation import SEED_STRIDE, EvalResult, eval_env_seeds, greedy_episodes
 from semzoo.run.rundir import (CONFIG_FILE, FINAL_FILE, METRICS_FILE, TENSORBOARD_DIR, MetricsLogger, RunLock,
-                               check_checkpoint_matches, default_run_name, load_run_config, truncate_metrics,
+                               check_checkpoint_matches, load_run_config, new_run_dir, truncate_metrics,
                                write_final)
 from semzoo.run.runner import EpisodeRunner, RolloutStats
 
@@ -105,6 +105,9 @@ class Trainer:
         torch.manual_seed(config.seed)
         np.random.seed(config.seed % 2**32)
         random.seed(config.seed)
+        if self._memory_never_written(config):
+            warnings.warn(f"pending_size={config.memory.pending_size} env steps is more than the run's steps={config.steps}: "
+                          "the episodic table is never written and E = y throughout; lower --pending-size", stacklevel=3)
         self.env = make_vec_env(config)
         self.max_t = int(config.episode_limit or self.env.episode_limit)
         parts = algos.build(config, self.env, self.device)
@@ -128,6 +131,12 @@ class Trainer:
         if checkpoint is not None:
             self.load_state_dict(checkpoint)
             self._saved_at = self.counters.env_steps
+
+    @staticmethod
+    def _memory_never_written(config: TrainConfig) -> bool:
+        """True when the run has episodic memory whose pending set M cannot fill before the run ends."""
+        return (algos.parse_algorithm(config.algo).memory != algos.NO_MEMORY
+                and config.memory.pending_size > config.steps)
 
     def _open_run_dir(self, *, resumed: bool, tensorboard: bool) -> None:
         assert self.run_dir is not None
@@ -389,27 +398,39 @@ class Trainer:
             self._lock.release()
 
 
-def train(config: TrainConfig, *, progress: Progress | None = None,
+def train(config: TrainConfig, *, progress: Progress | bool = True,
           tensorboard: bool = True) -> tuple[Path, dict[str, float]]:
-    """Run ``config`` in ``<out>/<run_name>``; returns the run directory and the final evaluation."""
-    run_dir = Path(config.out) / (config.run_name or default_run_name(config))
-    trainer = Trainer(config, run_dir=run_dir, progress=progress, tensorboard=tensorboard)
-    try:
-        result = trainer.run()
-    finally:
-        trainer.close()
-    return run_dir, result
+    """Run ``config`` in a new run directory (see ``new_run_dir``); returns it and the final evaluation.
+
+    ``progress``: True shows progress on stderr (``ConsoleProgress``), False nothing, or a callable.
+    """
+    run_dir = new_run_dir(config)
+    trainer = Trainer(config, run_dir=run_dir, tensorboard=tensorboard)
+    return run_dir, _run_to_end(trainer, progress)
 
 
-def resume(run_dir: str | Path, *, steps: int | None = None, progress: Progress | None = None,
+def resume(run_dir: str | Path, *, steps: int | None = None, progress: Progress | bool = True,
            tensorboard: bool = True) -> tuple[Path, dict[str, float]]:
     """Continue the run in ``run_dir`` from its last valid checkpoint (to ``steps`` if given)."""
-    trainer = Trainer.resume(run_dir, steps=steps, progress=progress, tensorboard=tensorboard)
+    trainer = Trainer.resume(run_dir, steps=steps, tensorboard=tensorboard)
+    return Path(run_dir), _run_to_end(trainer, progress)
+
+
+def _run_to_end(trainer: Trainer, progress: Progress | bool) -> dict[str, float]:
+    console = None
+    if progress is True:
+        from semzoo.run.progress import ConsoleProgress
+
+        console = ConsoleProgress(trainer.config.steps, start=trainer.counters.env_steps)
+        trainer.progress = console
+    elif progress is not False:
+        trainer.progress = progress
     try:
-        result = trainer.run()
+        return trainer.run()
     finally:
         trainer.close()
-    return Path(run_dir), result
+        if console is not None:
+            console.close()
 
 
 __all__ = ["Trainer", "Counters", "train", "resume"]

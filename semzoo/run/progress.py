@@ -1,0 +1,72 @@
+"""Progress of a long run on stderr: a rich bar on a terminal, plain lines (about every 10 %) otherwise.
+
+The first iteration is not used for the rate: it holds one-off work (SMAX's JAX compilation takes
+tens of seconds), so until a second iteration has finished the display says "warming up" instead
+of guessing an ETA from it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+BAR_WIDTH = 24
+LINES_PER_RUN = 10
+
+
+def test_figure(info: dict[str, Any]) -> str:
+    """The last evaluation as short text: win rate where the env reports wins, else return."""
+    if "test_win_rate" in info:
+        return f"test win rate {info['test_win_rate']:.2f}"
+    if "test_return_mean" in info:
+        return f"test return {info['test_return_mean']:.3f}"
+    return ""
+
+
+class ConsoleProgress:
+    """A ``Progress`` callback for ``Trainer``: env steps, steps/s, ETA and the last test figure."""
+
+    def __init__(self, total: int, *, start: int = 0, label: str = "train") -> None:
+        self.total, self.start, self.label = max(total, 1), start, label
+        self.started = time.perf_counter()
+        self._warm: tuple[float, int] | None = None  # (time, steps) at the end of the first iteration
+        self._next_line = start
+        self._bar: Any = None
+        if sys.stderr.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._bar = Progress(TextColumn(f"[bold]{label}"), BarColumn(bar_width=BAR_WIDTH),
+                                 TextColumn("{task.completed:,}/{task.total:,} steps"), TextColumn("{task.fields[rate]}"),
+                                 TimeElapsedColumn(), TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[test]}"),
+                                 console=Console(stderr=True), transient=False)
+            self._task = self._bar.add_task(label, total=self.total, completed=min(start, self.total),
+                                            rate="warming up", eta="", test="")
+            self._bar.start()
+
+    def _rate_and_eta(self, steps: int) -> tuple[str, str]:
+        now = time.perf_counter()
+        if self._warm is None:
+            self._warm = (now, steps)
+            return "warming up", f"first iteration {now - self.started:,.1f} s (JIT compile, env start)"
+        t0, s0 = self._warm
+        if steps <= s0 or now <= t0:
+            return "warming up", ""
+        rate = (steps - s0) / (now - t0)
+        return f"{rate:,.0f} steps/s", f"ETA {max(self.total - steps, 0) / rate:,.0f} s"
+
+    def __call__(self, info: dict[str, Any]) -> None:
+        steps = info["env_steps"]
+        rate, eta = self._rate_and_eta(steps)
+        if self._bar is not None:
+            self._bar.update(self._task, completed=min(steps, self.total), rate=rate, eta=eta, test=test_figure(info))
+        elif steps >= self._next_line:
+            print(f"[{self.label}] {steps:,}/{self.total:,} steps  {rate}  {eta}  eps {info['epsilon']:.3f}  "
+                  f"{test_figure(info)}".rstrip(), file=sys.stderr, flush=True)
+            self._next_line = steps + self.total / LINES_PER_RUN
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None

@@ -1,0 +1,42 @@
+"""What a new user meets first: a main command that can be run twice, and warnings instead of silent no-ops."""
+
+from __future__ import annotations
+
+import pytest
+
+from semzoo import TrainConfig, train
+from semzoo.config import LearnerConfig, MemoryConfig
+
+
+def tiny(out, **kw) -> TrainConfig:
+    base = dict(env="matrix:climbing", algo="vdn", steps=64, n_envs=4, test_episodes=4, test_interval=10**9,
+                log_interval=32, out=str(out), device="cpu", learner=LearnerConfig(batch_size=4, buffer_size=16))
+    return TrainConfig(**{**base, **kw})
+
+
+def test_the_same_command_twice_writes_a_second_run_directory(tmp_path):
+    first, _ = train(tiny(tmp_path), progress=False)
+    second, _ = train(tiny(tmp_path), progress=False)
+    assert first.name == "matrix_climbing_vdn_seed0" and second.name == "matrix_climbing_vdn_seed0-2"
+    assert (first / "final.json").exists() and (second / "final.json").exists()
+
+
+def test_an_explicit_run_name_that_holds_a_run_is_refused(tmp_path):
+    train(tiny(tmp_path, run_name="mine"), progress=False)
+    with pytest.raises(ValueError, match="already holds a run.*--resume"):
+        train(tiny(tmp_path, run_name="mine"), progress=False)
+
+
+def test_memory_whose_pending_set_never_fills_warns(tmp_path):
+    with pytest.warns(UserWarning, match="pending_size=5000.*never written.*--pending-size"):
+        train(tiny(tmp_path, algo="sem-vdn", memory=MemoryConfig(pending_size=5000)), progress=False)
+
+
+def test_python_train_shows_progress_by_default_and_can_be_silenced(tmp_path, capsys):
+    train(tiny(tmp_path, steps=400), progress=True)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[train]")]
+    assert len(lines) >= 3
+    assert "warming up" in lines[0] and "ETA" not in lines[0]  # no guess from the compile-heavy first iteration
+    assert "steps/s" in lines[-1] and "ETA" in lines[-1]
+    train(tiny(tmp_path, steps=400), progress=False)
+    assert "[train]" not in capsys.readouterr().err
