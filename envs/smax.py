@@ -21,8 +21,12 @@ a win bonus of 1). Wins and losses terminate; SMAX's time limit truncates.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -30,11 +34,32 @@ from semzoo.envs.maps import SMAX_DEFAULT_EPISODE_LIMIT, UnknownMapError
 from semzoo.types import CTDEArrays
 from semzoo.wrappers.smac import SMACParallelEnv, agent_names_for
 
+
+
+@contextlib.contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """Silence file descriptor 1 for a block: JaxMARL prints "Importing submoduled environments..." on
+    import, and ``contextlib.redirect_stdout`` does not catch it (it does not go through sys.stdout)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
 try:  # optional extra: semzoo[smax]
     import jax
     import jax.numpy as jnp
-    from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
-    from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+
+    with _quiet_stdout():
+        from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
+        from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     _IMPORT_ERROR: ImportError | None = _err
 else:

@@ -362,15 +362,19 @@ def envs() -> None:
     typer.echo("")
     typer.echo("SMAC maps: smax:<map> (JaxMARL SMAX, extra semzoo[smax]) and smac:<map> (StarCraft II).")
     typer.echo("Sizes are per backend: SMAC (StarCraft II) / SMAX; * = one of the paper's eight maps.")
-    header = f"  {'map':<14} {'backends':<9} {'agents':>6} {'actions':>7} {'state (sc2/smax)':>17} {'limit (sc2/smax)':>17}  units"
-    typer.echo(header)
-    for row in map_table():
-        smax_state = row.get("smax_state_dim") or "-"
-        smax_limit = row.get("smax_episode_limit") or "-"
-        star = "*" if row.get("paper") else " "
-        typer.echo(f"  {row['map'] + star:<14} {row['backends']:<9} {row['agents']:>6} {row['actions']:>7} "
-                   f"{str(row['state_dim']) + '/' + str(smax_state):>17} {str(row['episode_limit']) + '/' + str(smax_limit):>17}"
-                   f"  {row['units']}")
+    rows = map_table()
+
+    def pair(sc2: object, smax: object) -> str:
+        return f"{'-' if sc2 is None else sc2}/{'-' if smax is None else smax}"
+
+    names = [str(row["map"]) + ("*" if row.get("paper") else "") for row in rows]
+    width = max(len("map"), *(len(n) for n in names)) + 2
+    typer.echo(f"  {'map':<{width}}{'backends':<10}{'agents':>6} {'actions':>7} {'state (sc2/smax)':>17} "
+               f"{'limit (sc2/smax)':>17}  units")
+    for name, row in zip(names, rows):
+        typer.echo(f"  {name:<{width}}{row['backends']:<10}{row['agents']:>6} {row['actions']:>7} "
+                   f"{pair(row['state_dim'], row.get('smax_state_dim')):>17} "
+                   f"{pair(row['episode_limit'], row.get('smax_episode_limit')):>17}  {row['units']}")
     typer.echo("")
     typer.echo("Any PettingZoo ParallelEnv factory with state() (pz:<module>:<factory>), e.g.:")
     typer.echo("  pz:mpe2.simple_spread_v3:parallel_env   MPE2 cooperative navigation (extra semzoo[mpe])")

@@ -40,3 +40,27 @@ def test_python_train_shows_progress_by_default_and_can_be_silenced(tmp_path, ca
     assert "steps/s" in lines[-1] and "ETA" in lines[-1]
     train(tiny(tmp_path, steps=400), progress=False)
     assert "[train]" not in capsys.readouterr().err
+
+
+def test_importing_the_smax_backend_prints_nothing():
+    pytest.importorskip("jaxmarl")
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import semzoo.envs.smax"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == ""
+
+
+def test_envs_listing_is_aligned_and_shows_dashes_for_missing_sizes():
+    from typer.testing import CliRunner
+
+    from semzoo.cli import app
+
+    out = CliRunner().invoke(app, ["envs"]).output
+    assert "None" not in out
+    table = [line for line in out.splitlines() if line.startswith("  ") and ("sc2" in line or "smax " in line)]
+    header = next(line for line in out.splitlines() if "backends" in line)
+    column = header.index("backends")
+    assert len(table) > 20 and all(line[column - 1] == " " and line[column:column + 3] in ("sc2", "sma")
+                                   for line in table)
+    assert any("-/" in line for line in table)
