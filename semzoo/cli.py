@@ -207,7 +207,7 @@ def train(ctx: typer.Context, **options: Any) -> None:
 
     given = {f.key for f in TRAIN_FIELDS if ctx.get_parameter_source(_param_name(f)).name != "DEFAULT"}
     if options["resume"] is not None:
-        ignored = [TRAIN_FLAGS[key] for key in TRAIN_FIELDS_ORDER if key in given and key != "steps"]
+        ignored = [TRAIN_FLAGS[f.key] for f in TRAIN_FIELDS if f.key in given and f.key != "steps"]
         if ignored:
             typer.echo(f"Warning: --resume trains with the run's own config.json; ignoring {', '.join(ignored)}",
                        err=True)
@@ -229,7 +229,6 @@ def train(ctx: typer.Context, **options: Any) -> None:
     _report(config, run_dir, result)
 
 
-TRAIN_FIELDS_ORDER = [f.key for f in TRAIN_FIELDS]
 train.__signature__ = inspect.Signature(_train_parameters(TRAIN_FIELDS, TRAIN_FLAGS))  # type: ignore[attr-defined]
 app.command()(train)
 

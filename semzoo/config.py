@@ -339,41 +339,51 @@ def check_fields(config: Any) -> None:
             if value is None:
                 continue
             kind = next(arg for arg in args if arg is not type(None))
-        value = _coerce(f.name, value, kind)
-        if value is not getattr(config, f.name):
-            object.__setattr__(config, f.name, value)  # frozen: the one write, before anyone reads it
         allowed = f.metadata.get(RANGE)
-        if allowed is not None and value not in allowed:
-            number = "an integer" if kind is int else "a finite number"
-            fix = "leave it unset for the default" if f.default is None else f"the default is {f.default!r}"
-            raise ValueError(f"{f.name}={value!r}: expected {number} {allowed}"
-                             f"{f' ({allowed.note})' if allowed.note else ''}; {fix}")
+        converted = _convert(value, kind)
+        if converted is None or (allowed is not None and converted not in allowed):
+            raise ValueError(f"{f.name}={value!r}: expected {_expected(kind, allowed)}{_fix(f)}")
+        if converted is not value:
+            object.__setattr__(config, f.name, converted)  # frozen: the one write, before anyone reads it
 
 
-def _coerce(name: str, value: Any, kind: Any) -> Any:
-    """``value`` as a ``kind`` (int, float, bool, str, dict or a Literal), or a ValueError saying what was expected."""
+def _convert(value: Any, kind: Any) -> Any:
+    """``value`` as a ``kind`` (int, float, bool, str, dict or a Literal); None when it is not one."""
     if typing.get_origin(kind) is Literal:
-        if value not in typing.get_args(kind):
-            raise ValueError(f"{name}={value!r}: expected one of {', '.join(map(repr, typing.get_args(kind)))}")
-        return value
+        return value if value in typing.get_args(kind) else None
     if kind is bool:
-        if not isinstance(value, bool):
-            raise ValueError(f"{name}={value!r}: expected true or false")
-        return value
+        return value if isinstance(value, bool) else None
     if kind in (int, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"{name}={value!r}: expected a number")
+            return None
         if kind is float:
             return float(value) if isinstance(value, int) else value
         if isinstance(value, float):
-            if not value.is_integer():
-                raise ValueError(f"{name}={value!r}: expected an integer")
-            return int(value)
+            return int(value) if value.is_integer() else None  # is_integer is False for nan and inf
         return value
     origin = typing.get_origin(kind) or kind
-    if isinstance(origin, type) and not isinstance(value, origin):
-        raise ValueError(f"{name}={value!r}: expected type {origin.__name__}")
-    return value
+    return value if not isinstance(origin, type) or isinstance(value, origin) else None
+
+
+def _expected(kind: Any, allowed: Range | None) -> str:
+    if typing.get_origin(kind) is Literal:
+        return f"one of {', '.join(map(repr, typing.get_args(kind)))}"
+    if kind is bool:
+        return "true or false"
+    if kind in (int, float):
+        text = "an integer" if kind is int else "a finite number"
+        if allowed is not None:
+            text += f" {allowed}" + (f" ({allowed.note})" if allowed.note else "")
+        return text
+    return f"type {getattr(typing.get_origin(kind) or kind, '__name__', kind)}"
+
+
+def _fix(f: dataclasses.Field[Any]) -> str:
+    if f.default is None:
+        return "; leave it unset for the default"
+    if f.default is dataclasses.MISSING:
+        return ""
+    return f"; the default is {f.default!r}"
 
 
 SECTIONS = config_sections(TrainConfig)
