@@ -23,6 +23,9 @@ from semzoo.run.trainer import Trainer
 FAIL_ONCE_ENV = "SEMZOO_SWEEP_FAIL_ONCE"
 """Test hook: the run name of one trial that raises once, half-way through its training."""
 FAIL_ONCE_MARKER = ".failed_once"
+GRID_KEYS = {"env": "use --envs", "algo": "use --algos", "seed": "use --seeds", "steps": "use --steps",
+             "out": "use --out", "run_name": "each trial is named <env>_<algo>_seed<seed>"}
+"""Config fields the grid sets for each trial, and how a sweep sets them instead of ``--set``."""
 
 
 class InjectedFailure(RuntimeError):
@@ -80,6 +83,8 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
     """The grid as validated configs, env-major; ValueError on a bad env/algo/override before anything runs."""
     if not envs or not algos or not seeds:
         raise ValueError(f"envs={list(envs)}, algos={list(algos)}, seeds={list(seeds)}: expected at least one of each")
+    for key in GRID_KEYS.keys() & set(overrides or {}):
+        raise ValueError(f"config key {key!r}: the sweep sets it per trial; {GRID_KEYS[key]}")
     base = apply_overrides(TrainConfig().to_dict(), overrides or {})
     trials = []
     for env in envs:
