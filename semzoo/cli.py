@@ -168,7 +168,7 @@ def _train_parameters(fields: Sequence[ConfigField], flags: dict[str, str]) -> l
         option = typer.Option(default, *decls, help=help_text, rich_help_panel=panel.rstrip(": ."),
                               metavar="KEY=VALUE" if _is_dict(f.type) else None)
         params.append(inspect.Parameter(_param_name(f), keyword, default=option, annotation=annotation))
-    params.append(inspect.Parameter("resume", keyword, annotation=Optional[str], default=typer.Option(
+    params.append(inspect.Parameter("resume", keyword, annotation=str | None, default=typer.Option(
         None, help="Continue the run in this run directory from its last checkpoint with its own config.json "
         "(only --steps, as the new total, and --tensorboard apply).", rich_help_panel="Resume and logging")))
     params.append(inspect.Parameter("tensorboard", keyword, annotation=bool, default=typer.Option(
@@ -205,7 +205,8 @@ def train(ctx: typer.Context, **options: Any) -> None:
     from semzoo.run.device import resolve_device
     from semzoo.run.trainer import train as run_training
 
-    given = {f.key for f in TRAIN_FIELDS if ctx.get_parameter_source(_param_name(f)).name != "DEFAULT"}
+    sources = {f.key: ctx.get_parameter_source(_param_name(f)) for f in TRAIN_FIELDS}
+    given = {key for key, source in sources.items() if source is not None and source.name != "DEFAULT"}
     if options["resume"] is not None:
         ignored = [TRAIN_FLAGS[f.key] for f in TRAIN_FIELDS if f.key in given and f.key != "steps"]
         if ignored:

@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import functools
 import inspect
+import itertools
 import math
 import re
 import textwrap
@@ -263,9 +264,14 @@ class TrainConfig:
 # --- The config tree as data: its sections, its leaves with their docs, and the checks of every field ---
 
 
-@functools.cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _type_hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    """The resolved field types of a dataclass (its annotations are strings here), computed once per class."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def config_sections(cls: type = TrainConfig) -> dict[str, type]:
@@ -286,7 +292,7 @@ def field_docs(cls: type) -> dict[str, str]:
         return {}
     body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
     docs = {}
-    for node, after in zip(body, body[1:]):
+    for node, after in itertools.pairwise(body):
         if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
                 and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
             docs[node.target.id] = " ".join(after.value.value.split())
@@ -309,12 +315,13 @@ class ConfigField:
 def config_fields(cls: type = TrainConfig) -> list[ConfigField]:
     """Every leaf of the tree: the top-level fields, then each section's, in declaration order."""
     sections = config_sections(cls)
-    leaves = [(None, f, cls) for f in dataclasses.fields(cls) if f.name not in sections]
-    for section, section_cls in sections.items():
-        leaves += [(section, f, section_cls) for f in dataclasses.fields(section_cls)]
+    leaves: list[tuple[str | None, dataclasses.Field[Any], type]] = [
+        (None, f, cls) for f in dataclasses.fields(cls) if f.name not in sections]
+    for name, section_cls in sections.items():
+        leaves += [(name, f, section_cls) for f in dataclasses.fields(section_cls)]
     out = []
     for section, f, owner in leaves:
-        default = f.default_factory() if f.default is dataclasses.MISSING else f.default  # type: ignore[misc]
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         out.append(ConfigField(key=f"{section}.{f.name}" if section else f.name, section=section, name=f.name,
                                type=_type_hints(owner)[f.name], default=default,
                                help=field_docs(owner).get(f.name, ""), metadata=f.metadata))
@@ -330,7 +337,7 @@ def check_fields(config: Any) -> None:
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
         kind = hints[f.name]
-        if dataclasses.is_dataclass(kind):
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
             if not isinstance(value, kind):
                 raise TypeError(f"{f.name}={value!r}: expected type {kind.__name__}")
             continue
