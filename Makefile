@@ -1,5 +1,6 @@
 # Two commands do all set-up on a fresh machine:
-#   make demo   installs semzoo into .venv and trains the default job: SEM-QMIX on SMAX 3m (about 3 minutes on 2 cores)
+#   make demo   installs semzoo into .venv and trains the default job (`semzoo train`, no flags): SEM-QMIX on SMAX 3m
+#               for 100k env steps (about 3 minutes on 2 cores)
 #   make test   installs semzoo into .venv and runs the test suite
 PYTHON ?= python3
 VENV := .venv
@@ -19,7 +20,7 @@ $(BIN)/semzoo: pyproject.toml
 install: $(BIN)/semzoo
 
 demo: install
-	$(BIN)/semzoo train --env smax:3m --algo sem-qmix --steps 100000
+	$(BIN)/semzoo train
 
 test: install
 	$(BIN)/python -m pytest -n 2 -q

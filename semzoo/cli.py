@@ -6,19 +6,21 @@ Exit codes: 0 success, 1 domain error (bad run directory, environment failure), 
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 import time
+import typing
 import warnings
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any, NoReturn, Optional
 
 import typer
 
+from semzoo.config import FLAG, SECTIONS, ConfigField, TrainConfig, config_fields, field_docs
 from semzoo.run.progress import ConsoleProgress as _Progress
-
-from semzoo.config import (AgentConfig, ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig)
 
 app = typer.Typer(
     name="semzoo",
@@ -31,7 +33,7 @@ app = typer.Typer(
 
 USAGE_ERROR = 2
 DOMAIN_ERROR = 1
-DEFAULT_STEPS = 100_000
+DEFAULT_STEPS = TrainConfig.steps
 """The README's main job: SEM-QMIX on SMAX 3m, about 3 minutes on 2 cores, win rate rising to ~0.8."""
 
 
@@ -67,81 +69,120 @@ def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
         typer.echo(f"Warning: {w.message}", err=True)
 
 
-@app.command()
-def train(
-    env: str = typer.Option("smax:3m", help="Environment id: matrix:<game>, smax:<map>, smac:<map>, pz:<module>:<factory>."),
-    algo: str = typer.Option("sem-qmix", help="vdn, qmix, qplex, cw-qmix, ow-qmix, or sem-/saem-<mixer>."),
-    steps: Optional[int] = typer.Option(None, help="Environment steps to train for (default 100000); with --resume, "
-                                        "the new total (the run is extended)."),
-    seed: int = typer.Option(0, help="Seed of networks, exploration, replay sampling, envs and the random projection."),
-    out: str = typer.Option("runs", help="Parent folder of the run directory."),
-    run_name: Optional[str] = typer.Option(None, help="Run directory name (default <env>_<algo>_seed<seed>)."),
-    env_arg: list[str] = typer.Option([], help="KEY=VALUE passed to the env factory (VALUE parsed as JSON); repeatable."),
-    device: str = typer.Option("auto", help="auto (GPU when present), cpu, cuda, cuda:N."),
-    threads: int = typer.Option(1, help="torch CPU threads (0: torch's default); 1 is fastest for small networks."),
-    n_envs: int = typer.Option(8, help="Environments stepped in parallel."),
-    episode_limit: Optional[int] = typer.Option(None, help="Maximum steps per episode (default: the env's own)."),
-    test_interval: int = typer.Option(10_000, help="Env steps between greedy evaluations."),
-    test_episodes: int = typer.Option(32, help="Greedy episodes per evaluation."),
-    log_interval: int = typer.Option(2_000, help="Env steps between training-metric rows."),
-    save_interval: int = typer.Option(50_000, help="Env steps between checkpoints (0: only at the end)."),
-    hidden_dim: int = typer.Option(64, help="GRU hidden size of the agent network."),
-    lr: float = typer.Option(5e-4, help="RMSprop learning rate."),
-    gamma: float = typer.Option(0.99, help="Discount factor."),
-    batch_size: int = typer.Option(32, help="Episodes per update."),
-    buffer_size: int = typer.Option(5000, help="Replay capacity in episodes."),
-    target_update_episodes: int = typer.Option(200, help="Episodes between hard target updates."),
-    grad_clip: float = typer.Option(10.0, help="Global gradient-norm clip."),
-    double_q: bool = typer.Option(True, help="Double Q-learning target."),
-    updates_per_episode: float = typer.Option(1.0, help="Gradient updates per collected episode."),
-    timeout_as_terminal: bool = typer.Option(False, help="PyMARL behaviour: no bootstrap at a time limit."),
-    epsilon_start: float = typer.Option(1.0),
-    epsilon_finish: float = typer.Option(0.05),
-    epsilon_anneal_steps: int = typer.Option(50_000, help="Env steps over which epsilon falls linearly."),
-    embed_dim: int = typer.Option(32, help="QMIX mixing embedding size."),
-    hypernet_dim: int = typer.Option(64, help="QMIX hypernetwork hidden size."),
-    qplex_heads: int = typer.Option(4, help="QPLEX attention heads."),
-    wqmix_alpha: float = typer.Option(0.75, help="WQMIX weight alpha."),
-    lam: float = typer.Option(0.1, help="Episodic-memory weight lambda (sem-/saem- algorithms)."),
-    proj_dim: int = typer.Option(4, help="Random-projection size D of the memory key."),
-    memory_capacity: int = typer.Option(1_000_000, help="Episodic table entries |Q^S|."),
-    pending_size: int = typer.Option(5000, help="Env steps |M| gathered between table updates."),
-    miss_rule: str = typer.Option("target", help="On a table miss: 'target' (E = y, the paper) or 'zero' (EMC)."),
-    resume: Optional[str] = typer.Option(None, help="Continue the run in this run directory from its last checkpoint "
-                                         "(its config.json is used; only --steps, --tensorboard apply)."),
-    tensorboard: bool = typer.Option(True, help="Also write TensorBoard events (when tensorboard is installed)."),
-) -> None:
-    """Train an algorithm on an environment; writes <out>/<run>/ (config.json, metrics.csv, checkpoints/)."""
+CLI_ONLY_OPTIONS = ("resume", "tensorboard")
+"""Options of `train` that are not config fields (they say how to run, not what)."""
+
+
+def option_flags(fields: Sequence[ConfigField]) -> dict[str, str]:
+    """Config key -> its `train` flag.
+
+    The rule: a field's own name in kebab case (``learner.batch_size`` -> ``--batch-size``); a section
+    field whose name occurs more than once in the tree is prefixed with its section (``agent.x`` and
+    ``mixer.x`` -> ``--agent-x``, ``--mixer-x``; a top-level ``x`` keeps ``--x``); a field's
+    ``metadata['flag']`` names it outright (``memory.capacity`` -> ``--memory-capacity``).
+    """
+    counts = Counter(f.name for f in fields)
+    flags = {}
+    for f in fields:
+        if FLAG in f.metadata:
+            name = f.metadata[FLAG]
+        elif f.section is not None and counts[f.name] > 1:
+            name = f"{f.section}_{f.name}"
+        else:
+            name = f.name
+        flags[f.key] = "--" + name.replace("_", "-")
+    taken = Counter([*flags.values(), *(f"--{name}" for name in CLI_ONLY_OPTIONS)])
+    clashes = sorted(flag for flag, n in taken.items() if n > 1)
+    if clashes:
+        raise ValueError(f"config fields share the flags {clashes}: give one of them metadata={{'flag': ...}}")
+    return flags
+
+
+def _is_dict(kind: Any) -> bool:
+    return (typing.get_origin(kind) or kind) is dict
+
+
+def _train_parameters(fields: Sequence[ConfigField], flags: dict[str, str]) -> list[inspect.Parameter]:
+    """One typer option per config field (type, default and help from the field), then the CLI-only ones."""
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    section_docs = field_docs(TrainConfig)
+    params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
+    for f in fields:
+        flag = flags[f.key]
+        panel = "Run" if f.section is None else f"{f.section.capitalize()}: {section_docs.get(f.section, '')}"
+        annotation, default, help_text, decls = f.type, f.default, f.help, [flag]
+        if _is_dict(f.type):  # a dict field is a repeatable KEY=VALUE option
+            annotation, default = list[str], []
+            help_text += " KEY=VALUE, VALUE parsed as JSON (else a string); repeatable."
+        elif f.type is bool:
+            decls = [f"{flag}/--no-{flag[2:]}"]
+        option = typer.Option(default, *decls, help=help_text, rich_help_panel=panel.rstrip(": ."),
+                              metavar="KEY=VALUE" if _is_dict(f.type) else None)
+        params.append(inspect.Parameter(_param_name(f), keyword, default=option, annotation=annotation))
+    params.append(inspect.Parameter("resume", keyword, annotation=str | None, default=typer.Option(
+        None, help="Continue the run in this run directory from its last checkpoint with its own config.json "
+        "(only --steps, as the new total, and --tensorboard apply).", rich_help_panel="Resume and logging")))
+    params.append(inspect.Parameter("tensorboard", keyword, annotation=bool, default=typer.Option(
+        True, help="Also write TensorBoard events (when tensorboard is installed).",
+        rich_help_panel="Resume and logging")))
+    return params
+
+
+def _param_name(f: ConfigField) -> str:
+    """The Python name of a field's option: its key with the section joined by '__' (``learner__lr``)."""
+    return f.key.replace(".", "__")
+
+
+def _config_data(options: dict[str, Any], fields: Sequence[ConfigField], flags: dict[str, str]) -> dict[str, Any]:
+    """The parsed options as a ``TrainConfig.to_dict()``-shaped dict."""
+    data: dict[str, Any] = {section: {} for section in SECTIONS}
+    for f in fields:
+        value = options[_param_name(f)]
+        if _is_dict(f.type):
+            value = parse_env_args(value, flags[f.key])
+        (data[f.section] if f.section is not None else data)[f.name] = value
+    return data
+
+
+TRAIN_FIELDS = config_fields(TrainConfig)
+TRAIN_FLAGS = option_flags(TRAIN_FIELDS)
+
+
+def train(ctx: typer.Context, **options: Any) -> None:
+    """Train an algorithm on an environment; writes <out>/<run>/ (config.json, metrics.csv, checkpoints/).
+
+    With no flags: the README's main job, SEM-QMIX on SMAX 3m for 100k env steps (TrainConfig()).
+    """
+    from semzoo.run.device import resolve_device
     from semzoo.run.trainer import train as run_training
 
-    if resume is not None:
-        _resume(resume, steps, tensorboard)
+    sources = {f.key: ctx.get_parameter_source(_param_name(f)) for f in TRAIN_FIELDS}
+    given = {key for key, source in sources.items() if source is not None and source.name != "DEFAULT"}
+    if options["resume"] is not None:
+        ignored = [TRAIN_FLAGS[f.key] for f in TRAIN_FIELDS if f.key in given and f.key != "steps"]
+        if ignored:
+            typer.echo(f"Warning: --resume trains with the run's own config.json; ignoring {', '.join(ignored)}",
+                       err=True)
+        _resume(options["resume"], options["steps"] if "steps" in given else None, options["tensorboard"])
         return
-    config = _build(
-        TrainConfig, env=env, env_args=parse_env_args(env_arg), algo=algo, steps=DEFAULT_STEPS if steps is None else steps, seed=seed, out=out,
-        run_name=run_name, device=device, threads=threads, n_envs=n_envs, episode_limit=episode_limit, test_interval=test_interval,
-        test_episodes=test_episodes, log_interval=log_interval, save_interval=save_interval,
-        agent=_build(AgentConfig, hidden_dim=hidden_dim),
-        mixer=_build(MixerConfig, embed_dim=embed_dim, hypernet_dim=hypernet_dim, qplex_heads=qplex_heads, wqmix_alpha=wqmix_alpha),
-        memory=_build(MemoryConfig, lam=lam, proj_dim=proj_dim, capacity=memory_capacity, pending_size=pending_size, miss_rule=miss_rule),
-        learner=_build(LearnerConfig, gamma=gamma, lr=lr, batch_size=batch_size, buffer_size=buffer_size,
-                       target_update_episodes=target_update_episodes, grad_clip=grad_clip, double_q=double_q,
-                       updates_per_episode=updates_per_episode, timeout_as_terminal=timeout_as_terminal),
-        exploration=_build(ExplorationConfig, epsilon_start=epsilon_start, epsilon_finish=epsilon_finish,
-                           epsilon_anneal_steps=epsilon_anneal_steps),
-    )
+    config = _build(TrainConfig.from_dict, data=_config_data(options, TRAIN_FIELDS, TRAIN_FLAGS))
+    _build(resolve_device, name=config.device)  # a device this machine lacks is a bad --device: usage error
     _check_env(config)
     progress = _Progress(config.steps)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            run_dir, result = run_training(config, progress=progress, tensorboard=tensorboard)
+            run_dir, result = run_training(config, progress=progress, tensorboard=options["tensorboard"])
     except (ValueError, TypeError) as err:
         fail(str(err))
     finally:
         progress.close()
     _echo_warnings(caught)
     _report(config, run_dir, result)
+
+
+train.__signature__ = inspect.Signature(_train_parameters(TRAIN_FIELDS, TRAIN_FLAGS))  # type: ignore[attr-defined]
+app.command()(train)
 
 
 def _check_env(config: TrainConfig) -> None:

@@ -1,20 +1,85 @@
 """Run configuration: frozen, keyword-only dataclasses whose fields are the CLI flags.
 
-Defaults are the PyMARL / paper values (paper appendix, tables "hyper-parameters in SEM").
+Defaults are the PyMARL / paper values (paper appendix, tables "hyper-parameters in SEM"); the
+default run is the README's main job (SEM-QMIX on SMAX 3m for 100k env steps). Each field's
+attribute docstring is its ``semzoo train --help`` text, and every numeric field carries the
+``Range`` it must lie in, checked (finite, in range, the right type) when a config is built.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
+import inspect
+import itertools
+import math
+import re
+import textwrap
+import types
+import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+RANGE = "range"
+"""Key of a field's metadata that holds its ``Range``."""
+FLAG = "flag"
+"""Key of a field's metadata that names its CLI flag when the field's own name would say too little."""
+DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
+"""Device names a config accepts; whether the machine has that device is checked when a run starts."""
+
+
+@dataclass(frozen=True)
+class Range:
+    """The finite numbers a field accepts: ``low <= value <= high``, an end excluded where ``*_open``."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    note: str = ""
+    """Why, or the paper's value, appended to the error."""
+
+    def __contains__(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def __str__(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"in {'(' if self.low_open else '['}{_number(self.low)}, {_number(self.high)}{')' if self.high_open else ']'}"
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {_number(self.low)}"
+        if self.high is not None:
+            return f"{'<' if self.high_open else '<='} {_number(self.high)}"
+        return "finite"
+
+
+def _number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+POSITIVE = Range(low=0, low_open=True)
+AT_LEAST_ONE = Range(low=1)
+NON_NEGATIVE = Range(low=0)
+PROBABILITY = Range(low=0, high=1)
+
+
+def ranged(default: Any, allowed: Range, note: str = "", **metadata: Any) -> Any:
+    """A field with a default and the ``Range`` its values must lie in (``note`` explains the range)."""
+    if note:
+        allowed = dataclasses.replace(allowed, note=note)
+    return field(default=default, metadata={RANGE: allowed, **metadata})
 
 
 @dataclass(frozen=True, kw_only=True)
 class AgentConfig:
     """Recurrent agent network shared by all agents."""
 
-    hidden_dim: int = 64
+    hidden_dim: int = ranged(64, AT_LEAST_ONE)
     """GRU hidden size (PyMARL rnn_hidden_dim)."""
     obs_agent_id: bool = True
     """Append a one-hot agent id to each observation."""
@@ -22,31 +87,28 @@ class AgentConfig:
     """Append the agent's previous action (one-hot) to each observation."""
 
     def __post_init__(self) -> None:
-        _positive(hidden_dim=self.hidden_dim)
+        check_fields(self)
 
 
 @dataclass(frozen=True, kw_only=True)
 class MixerConfig:
     """Mixing-network sizes; each mixer reads the fields it needs."""
 
-    embed_dim: int = 32
+    embed_dim: int = ranged(32, AT_LEAST_ONE)
     """QMIX mixing embedding size."""
-    hypernet_dim: int = 64
+    hypernet_dim: int = ranged(64, AT_LEAST_ONE)
     """Hidden size of QMIX's 2-layer hypernetworks."""
-    qplex_heads: int = 4
+    qplex_heads: int = ranged(4, AT_LEAST_ONE)
     """Attention heads of QPLEX's advantage weights (4 for SMAC, 10 for matrix games in the original settings)."""
-    qplex_attend_dim: int = 32
+    qplex_attend_dim: int = ranged(32, AT_LEAST_ONE)
     """Per-head key/query size of QPLEX's attention."""
-    central_embed_dim: int = 256
+    central_embed_dim: int = ranged(256, AT_LEAST_ONE)
     """Hidden size of WQMIX's unrestricted central mixer Q*."""
-    wqmix_alpha: float = 0.75
+    wqmix_alpha: float = ranged(0.75, Range(low=0, high=1, low_open=True), "a weight; the paper uses 0.75")
     """Weight given by WQMIX to joint actions that are not (believed) optimal; paper: 0.75."""
 
     def __post_init__(self) -> None:
-        _positive(embed_dim=self.embed_dim, hypernet_dim=self.hypernet_dim, qplex_heads=self.qplex_heads,
-                  qplex_attend_dim=self.qplex_attend_dim, central_embed_dim=self.central_embed_dim)
-        if not 0.0 < self.wqmix_alpha <= 1.0:
-            raise ValueError(f"wqmix_alpha={self.wqmix_alpha}: expected a weight in (0, 1]; the paper uses 0.75")
+        check_fields(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,54 +118,50 @@ class MemoryConfig:
     Whether memory is used, and which kind, comes from the algorithm id (sem-qmix, saem-vdn ...).
     """
 
-    lam: float = 0.1
+    lam: float = ranged(0.1, PROBABILITY, "lambda of eq. 6; the paper uses 0.1")
     """lambda in (1 - lambda)(Q_tot - y)^2 + lambda (Q_tot - E)^2."""
-    proj_dim: int = 4
+    proj_dim: int = ranged(4, AT_LEAST_ONE)
     """D, the size of the random projection phi(s) = V s."""
-    capacity: int = 1_000_000
+    capacity: int = ranged(1_000_000, AT_LEAST_ONE, **{FLAG: "memory-capacity"})  # --capacity alone is ambiguous
     """|Q^S|, the number of table entries; least frequently accessed entries are evicted beyond it."""
-    pending_size: int = 5000
+    pending_size: int = ranged(5000, AT_LEAST_ONE)
     """|M|, env steps gathered before the table is updated with their per-key maximum returns."""
     miss_rule: Literal["target", "zero"] = "target"
     """On a table miss: 'target' uses max_u Q_tot(tau', u; theta^-) so E = y (the paper); 'zero' drops the memory term (EMC)."""
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.lam <= 1.0:
-            raise ValueError(f"lam={self.lam}: expected lambda in [0, 1]; the paper uses 0.1")
-        if self.miss_rule not in ("target", "zero"):
-            raise ValueError(f"miss_rule={self.miss_rule!r}: expected 'target' (paper) or 'zero' (EMC)")
-        _positive(proj_dim=self.proj_dim, capacity=self.capacity, pending_size=self.pending_size)
+        check_fields(self)
 
 
 @dataclass(frozen=True, kw_only=True)
 class LearnerConfig:
     """The TD loss and its optimiser (PyMARL q_learner defaults)."""
 
-    gamma: float = 0.99
-    lr: float = 5e-4
-    rms_alpha: float = 0.99
-    rms_eps: float = 1e-5
-    grad_clip: float = 10.0
+    gamma: float = ranged(0.99, PROBABILITY, "a discount")
+    """Discount factor."""
+    lr: float = ranged(5e-4, POSITIVE)
+    """RMSprop learning rate."""
+    rms_alpha: float = ranged(0.99, Range(low=0, high=1, high_open=True), "at 1 the squared-gradient average never moves")
+    """RMSprop smoothing constant of the squared-gradient average."""
+    rms_eps: float = ranged(1e-5, POSITIVE, "it keeps RMSprop's division away from zero")
+    """RMSprop epsilon added to the denominator."""
+    grad_clip: float = ranged(10.0, POSITIVE)
     """Clip of the global gradient norm."""
-    batch_size: int = 32
+    batch_size: int = ranged(32, AT_LEAST_ONE)
     """Episodes per update."""
-    buffer_size: int = 5000
+    buffer_size: int = ranged(5000, AT_LEAST_ONE)
     """Replay capacity in episodes."""
-    target_update_episodes: int = 200
+    target_update_episodes: int = ranged(200, AT_LEAST_ONE)
     """Hard target-network update period, in collected episodes."""
     double_q: bool = True
     """Pick the target's argmax with the online network (double Q-learning)."""
-    updates_per_episode: float = 1.0
+    updates_per_episode: float = ranged(1.0, POSITIVE)
     """Gradient updates per collected episode (Algorithm 1: one)."""
     timeout_as_terminal: bool = False
     """Treat a time-limit truncation as a termination (no bootstrap), as PyMARL does; off by default."""
 
     def __post_init__(self) -> None:
-        _positive(lr=self.lr, batch_size=self.batch_size, buffer_size=self.buffer_size,
-                  target_update_episodes=self.target_update_episodes, grad_clip=self.grad_clip,
-                  updates_per_episode=self.updates_per_episode)
-        if not 0.0 <= self.gamma <= 1.0:
-            raise ValueError(f"gamma={self.gamma}: expected a discount in [0, 1]")
+        check_fields(self)
         if self.batch_size > self.buffer_size:
             raise ValueError(
                 f"batch_size={self.batch_size} is larger than buffer_size={self.buffer_size}: "
@@ -115,17 +173,15 @@ class LearnerConfig:
 class ExplorationConfig:
     """Linear epsilon schedule over env steps."""
 
-    epsilon_start: float = 1.0
-    epsilon_finish: float = 0.05
-    epsilon_anneal_steps: int = 50_000
+    epsilon_start: float = ranged(1.0, PROBABILITY, "a probability")
+    """Epsilon of epsilon-greedy exploration at the first env step."""
+    epsilon_finish: float = ranged(0.05, PROBABILITY, "a probability")
+    """Epsilon once the schedule has run out."""
+    epsilon_anneal_steps: int = ranged(50_000, NON_NEGATIVE, "0 starts at epsilon_finish")
+    """Env steps over which epsilon falls linearly from epsilon_start to epsilon_finish."""
 
     def __post_init__(self) -> None:
-        for name in ("epsilon_start", "epsilon_finish"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name}={value}: expected a probability in [0, 1]")
-        if self.epsilon_anneal_steps < 0:
-            raise ValueError(f"epsilon_anneal_steps={self.epsilon_anneal_steps}: expected >= 0")
+        check_fields(self)
 
     def epsilon(self, env_steps: int) -> float:
         """Epsilon after ``env_steps`` environment steps."""
@@ -139,53 +195,53 @@ class ExplorationConfig:
 class TrainConfig:
     """Everything a run needs; stored resolved as config.json in the run directory."""
 
-    env: str = "matrix:climbing"
+    env: str = "smax:3m"
     """Environment id: matrix:<game>, smax:<map>, smac:<map> or pz:<module>:<factory>."""
-    env_args: dict[str, Any] = field(default_factory=dict)
+    env_args: dict[str, Any] = field(default_factory=dict, metadata={FLAG: "env-arg"})
     """Keyword arguments for the environment factory."""
-    algo: str = "qmix"
-    """Algorithm id: <mixer> or sem-<mixer> / saem-<mixer>, mixers vdn, qmix, qplex, cw-qmix, ow-qmix."""
-    steps: int = 50_000
+    algo: str = "sem-qmix"
+    """Algorithm id: <mixer> or sem-<mixer> / saem-<mixer>, mixers vdn, qmix, qplex, cw-qmix, ow-qmix (`semzoo algos` lists them)."""
+    steps: int = ranged(100_000, NON_NEGATIVE)
     """Environment steps to train for."""
-    seed: int = 0
+    seed: int = ranged(0, Range(low=0, high=2**32 - 1), "a 32-bit seed")
+    """Seed of networks, exploration, replay sampling, envs and the random projection."""
     out: str = "runs"
     """Parent folder of the run directory."""
     run_name: str | None = None
     """Run directory name under `out`; default <env>_<algo>_seed<seed>."""
     device: str = "auto"
-    """'auto' (a GPU when one is present), 'cpu', 'cuda', 'cuda:1' ..."""
-    threads: int = 1
+    """'auto' (a GPU when one is present), 'cpu', 'cuda', 'cuda:N' or 'mps'."""
+    threads: int = ranged(1, NON_NEGATIVE, "0 keeps torch's default")
     """torch CPU threads for this process (0 keeps torch's default). One is fastest for semzoo's small
     networks on a shared machine: with two threads on a loaded 2-core box an update ran 10x slower."""
-    n_envs: int = 8
+    n_envs: int = ranged(8, AT_LEAST_ONE)
     """Environments stepped in parallel; episodes are collected n_envs at a time."""
-    episode_limit: int | None = None
+    episode_limit: int | None = ranged(None, AT_LEAST_ONE)
     """Maximum steps per episode; default: the environment's own limit."""
-    test_interval: int = 10_000
+    test_interval: int = ranged(10_000, AT_LEAST_ONE)
     """Env steps between greedy evaluations."""
-    test_episodes: int = 32
+    test_episodes: int = ranged(32, AT_LEAST_ONE)
     """Greedy episodes per evaluation."""
-    log_interval: int = 2_000
+    log_interval: int = ranged(2_000, AT_LEAST_ONE)
     """Env steps between training-metric rows."""
-    save_interval: int = 50_000
-    """Env steps between checkpoints (0 disables periodic checkpoints)."""
+    save_interval: int = ranged(50_000, NON_NEGATIVE, "0 disables periodic checkpoints")
+    """Env steps between checkpoints (0 disables periodic checkpoints; the last one is always written)."""
     agent: AgentConfig = field(default_factory=AgentConfig)
+    """The agent network."""
     mixer: MixerConfig = field(default_factory=MixerConfig)
+    """The mixing network."""
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+    """The episodic memory of sem-/saem- algorithms."""
     learner: LearnerConfig = field(default_factory=LearnerConfig)
+    """The loss and its optimiser."""
     exploration: ExplorationConfig = field(default_factory=ExplorationConfig)
+    """The epsilon schedule."""
 
     def __post_init__(self) -> None:
-        if self.steps < 0:
-            raise ValueError(f"steps={self.steps}: expected a non-negative number of env steps")
-        _positive(n_envs=self.n_envs, test_episodes=self.test_episodes, log_interval=self.log_interval,
-                  test_interval=self.test_interval)
-        if self.threads < 0:
-            raise ValueError(f"threads={self.threads}: expected >= 0 (0 keeps torch's default)")
-        if self.save_interval < 0:
-            raise ValueError(f"save_interval={self.save_interval}: expected >= 0 (0 disables periodic saves)")
-        if self.episode_limit is not None:
-            _positive(episode_limit=self.episode_limit)
+        check_fields(self)
+        if not DEVICE_PATTERN.fullmatch(self.device):
+            raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'; "
+                             "'auto' picks a GPU when one is present")
         from semzoo.algos import parse_algorithm  # the algorithm table is the one judge of an id
 
         parse_algorithm(self.algo)
@@ -194,19 +250,148 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TrainConfig":
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
         """Inverse of to_dict; unknown keys are an error so a stale config is noticed."""
-        nested = {"agent": AgentConfig, "mixer": MixerConfig, "memory": MemoryConfig,
-                  "learner": LearnerConfig, "exploration": ExplorationConfig}
+        sections = config_sections(cls)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown config keys {sorted(unknown)}: expected a subset of {sorted(known)}")
-        kwargs = {k: (nested[k](**v) if k in nested else v) for k, v in data.items()}
+        kwargs = {k: (sections[k](**v) if k in sections else v) for k, v in data.items()}
         return cls(**kwargs)
 
 
-def _positive(**values: float) -> None:
-    for name, value in values.items():
-        if value <= 0:
-            raise ValueError(f"{name}={value}: expected a positive value")
+# --- The config tree as data: its sections, its leaves with their docs, and the checks of every field ---
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _type_hints(cls: type) -> dict[str, Any]:
+    """The resolved field types of a dataclass (its annotations are strings here), computed once per class."""
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def config_sections(cls: type = TrainConfig) -> dict[str, type]:
+    """The nested sections of a config class, name -> dataclass: ``{'agent': AgentConfig, ...}``."""
+    hints = _type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if dataclasses.is_dataclass(hints[f.name])}
+
+
+@functools.cache
+def field_docs(cls: type) -> dict[str, str]:
+    """Each field's attribute docstring (the string right under it in the class body), as one line.
+
+    Read from the source with ``ast``; empty when the source is not available (a frozen install).
+    """
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs = {}
+    for node, after in itertools.pairwise(body):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+@dataclass(frozen=True)
+class ConfigField:
+    """One leaf of the config tree; ``key`` is how ``sweep --set`` names it (``test_interval``, ``learner.lr``)."""
+
+    key: str
+    section: str | None
+    name: str
+    type: Any
+    default: Any
+    help: str
+    metadata: Mapping[str, Any]
+
+
+def config_fields(cls: type = TrainConfig) -> list[ConfigField]:
+    """Every leaf of the tree: the top-level fields, then each section's, in declaration order."""
+    sections = config_sections(cls)
+    leaves: list[tuple[str | None, dataclasses.Field[Any], type]] = [
+        (None, f, cls) for f in dataclasses.fields(cls) if f.name not in sections]
+    for name, section_cls in sections.items():
+        leaves += [(name, f, section_cls) for f in dataclasses.fields(section_cls)]
+    out = []
+    for section, f, owner in leaves:
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        out.append(ConfigField(key=f"{section}.{f.name}" if section else f.name, section=section, name=f.name,
+                               type=_type_hints(owner)[f.name], default=default,
+                               help=field_docs(owner).get(f.name, ""), metadata=f.metadata))
+    return out
+
+
+def check_fields(config: Any) -> None:
+    """Check every field of a config dataclass against its type and ``Range``: one ValueError naming the field.
+
+    Integral floats given to an int field (1e6 from JSON) become ints, ints given to a float field floats.
+    """
+    hints = _type_hints(type(config))
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        kind = hints[f.name]
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+            if not isinstance(value, kind):
+                raise TypeError(f"{f.name}={value!r}: expected type {kind.__name__}")
+            continue
+        args = typing.get_args(kind)
+        if typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in args:
+            if value is None:
+                continue
+            kind = next(arg for arg in args if arg is not type(None))
+        allowed = f.metadata.get(RANGE)
+        converted = _convert(value, kind)
+        if converted is None or (allowed is not None and converted not in allowed):
+            raise ValueError(f"{f.name}={value!r}: expected {_expected(kind, allowed)}{_fix(f)}")
+        if converted is not value:
+            object.__setattr__(config, f.name, converted)  # frozen: the one write, before anyone reads it
+
+
+def _convert(value: Any, kind: Any) -> Any:
+    """``value`` as a ``kind`` (int, float, bool, str, dict or a Literal); None when it is not one."""
+    if typing.get_origin(kind) is Literal:
+        return value if value in typing.get_args(kind) else None
+    if kind is bool:
+        return value if isinstance(value, bool) else None
+    if kind in (int, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        if kind is float:
+            return float(value) if isinstance(value, int) else value
+        if isinstance(value, float):
+            return int(value) if value.is_integer() else None  # is_integer is False for nan and inf
+        return value
+    origin = typing.get_origin(kind) or kind
+    return value if not isinstance(origin, type) or isinstance(value, origin) else None
+
+
+def _expected(kind: Any, allowed: Range | None) -> str:
+    if typing.get_origin(kind) is Literal:
+        return f"one of {', '.join(map(repr, typing.get_args(kind)))}"
+    if kind is bool:
+        return "true or false"
+    if kind in (int, float):
+        text = "an integer" if kind is int else "a finite number"
+        if allowed is not None:
+            text += f" {allowed}" + (f" ({allowed.note})" if allowed.note else "")
+        return text
+    return f"type {getattr(typing.get_origin(kind) or kind, '__name__', kind)}"
+
+
+def _fix(f: dataclasses.Field[Any]) -> str:
+    if f.default is None:
+        return "; leave it unset for the default"
+    if f.default is dataclasses.MISSING:
+        return ""
+    return f"; the default is {f.default!r}"
+
+
+SECTIONS = config_sections(TrainConfig)
+"""The nested sections of ``TrainConfig``, name -> dataclass; from_dict, ``sweep --set`` and the CLI read it."""

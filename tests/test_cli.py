@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
 import pytest
 from typer.testing import CliRunner
 
+from config_values import non_default_value
 from semzoo.cli import app
+from semzoo.config import MemoryConfig, TrainConfig, config_fields
 from semzoo.run.rundir import read_metrics
 
 runner = CliRunner()
@@ -71,3 +77,181 @@ def test_console_usage_errors_are_one_line_with_exit_2(args, needle):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
+
+
+# --- `train`'s flags are the config's fields ---
+
+def train_command():
+    import typer.main
+
+    return typer.main.get_command(app).commands["train"]
+
+
+def test_train_has_one_flag_per_config_field_with_its_default_and_help():
+    from semzoo.cli import CLI_ONLY_OPTIONS, TRAIN_FLAGS
+    from semzoo.config import config_fields
+
+    params = {p.opts[0]: p for p in train_command().params}
+    fields = config_fields()
+    assert sorted(params) == sorted([TRAIN_FLAGS[f.key] for f in fields] + [f"--{n}" for n in CLI_ONLY_OPTIONS])
+    for f in fields:
+        param = params[TRAIN_FLAGS[f.key]]
+        default = dict(pair.split("=", 1) for pair in param.default) if f.type == dict[str, Any] else param.default
+        assert default == f.default, f.key
+        assert param.help and param.help.startswith(f.help), f.key
+
+
+def test_todays_flag_names_keep_working():
+    flags = {opt for p in train_command().params for opt in [*p.opts, *p.secondary_opts]}
+    assert {"--memory-capacity", "--lam", "--proj-dim", "--pending-size", "--miss-rule", "--hidden-dim", "--env-arg",
+            "--resume", "--tensorboard", "--no-tensorboard", "--double-q", "--no-double-q", "--steps",
+            "--n-envs"} <= flags
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Encoder:
+    size: int = 1
+    seed: int = 2
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Decoder:
+    size: int = 3
+    depth: int = 4
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Toy:
+    seed: int = 0
+    encoder: _Encoder = field(default_factory=_Encoder)
+    decoder: _Decoder = field(default_factory=_Decoder)
+
+
+def test_a_name_in_two_places_is_prefixed_with_its_section():
+    from semzoo.cli import option_flags
+    from semzoo.config import config_fields
+
+    assert option_flags(config_fields(_Toy)) == {
+        "seed": "--seed", "encoder.size": "--encoder-size", "encoder.seed": "--encoder-seed",
+        "decoder.size": "--decoder-size", "decoder.depth": "--depth"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Clash:
+    memory_capacity: int = 1
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+
+
+def test_two_fields_with_one_flag_are_refused():
+    from semzoo.cli import option_flags
+    from semzoo.config import config_fields
+
+    with pytest.raises(ValueError, match="--memory-capacity"):
+        option_flags(config_fields(_Clash))
+
+
+@pytest.fixture
+def captured_config(monkeypatch, tmp_path):
+    """Run `train` up to the trainer: the config it would train, without training or building the env."""
+    import semzoo.cli
+    import semzoo.run.trainer
+
+    configs = []
+
+    def fake_train(config, **kwargs):
+        configs.append(config)
+        return tmp_path, {"test_return_mean": 0.0}
+
+    monkeypatch.setattr(semzoo.run.trainer, "train", fake_train)
+    monkeypatch.setattr(semzoo.cli, "_check_env", lambda config: None)
+    monkeypatch.setattr(semzoo.cli, "_report", lambda *args: None)
+    return configs
+
+
+def test_train_without_flags_is_the_default_config(captured_config):
+    result = invoke("train")
+    assert result.exit_code == 0, result.output
+    assert captured_config == [TrainConfig()]
+
+
+def cli_args(f, value) -> list[str]:
+    from semzoo.cli import TRAIN_FLAGS
+
+    flag = TRAIN_FLAGS[f.key]
+    if f.type is bool:
+        return [flag if value else f"--no-{flag[2:]}"]
+    if isinstance(value, dict):
+        return [arg for k, v in value.items() for arg in (flag, f"{k}={json.dumps(v)}")]
+    return [flag, str(value)]
+
+
+@pytest.mark.parametrize("f", config_fields(), ids=lambda f: f.key)
+def test_every_config_field_is_settable_from_train(captured_config, f):
+    value = non_default_value(f)
+    result = invoke("train", *cli_args(f, value))
+    assert result.exit_code == 0, result.output
+    [config] = captured_config
+    data = config.to_dict()
+    section, _, name = f.key.rpartition(".")
+    assert (data[section] if section else data)[name] == value
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (("--updates-per-episode", "inf"), "updates_per_episode=inf: expected a finite number > 0"),
+    (("--updates-per-episode", "nan"), "updates_per_episode=nan: expected a finite number > 0"),
+    (("--grad-clip", "nan"), "grad_clip=nan: expected a finite number > 0"),
+    (("--lr", "nan"), "lr=nan: expected a finite number > 0"),
+    (("--lam", "-inf"), "lam=-inf: expected a finite number in [0, 1]"),
+    (("--seed", "-1"), "seed=-1: expected an integer in [0, 4294967295]"),
+    (("--device", "tpu"), "device='tpu': expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"),
+])
+def test_numbers_and_devices_that_would_hurt_a_run_are_usage_errors(tmp_path, args, needle):
+    result = invoke("train", "--env", "matrix:climbing", "--out", str(tmp_path), *args)
+    assert result.exit_code == 2, result.output
+    text = result.output.strip()
+    assert text == f"Error: {text[7:]}" and needle in text and len(text.splitlines()) == 1, text
+    assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:0"])
+def test_cuda_without_a_visible_gpu_is_a_usage_error(tmp_path, monkeypatch, device):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    result = invoke("train", "--env", "matrix:climbing", "--out", str(tmp_path), "--device", device)
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == f"Error: device '{device}': no CUDA GPU is visible; use --device cpu or --device auto"
+
+
+def test_a_gpu_index_beyond_the_visible_ones_is_a_usage_error(tmp_path, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    result = invoke("train", "--env", "matrix:climbing", "--out", str(tmp_path), "--device", "cuda:3")
+    assert result.exit_code == 2, result.output
+    assert "device 'cuda:3': 1 CUDA GPU(s) visible, cuda:0 to cuda:0" in result.output
+
+
+@pytest.mark.parametrize(("flag", "bad"), [("--updates-per-episode", "inf"), ("--updates-per-episode", "nan"),
+                                         ("--grad-clip", "nan"), ("--lr", "nan")])
+def test_console_refuses_nan_and_inf_with_exit_2(tmp_path, flag, bad):
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "semzoo.cli", "train", "--env", "matrix:climbing", "--out",
+                           str(tmp_path), flag, bad], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and f"={bad}: expected" in lines[0], proc.stderr
+
+
+def test_resume_names_the_flags_it_ignores(tmp_path):
+    tiny = ["--env", "matrix:climbing", "--algo", "vdn", "--out", str(tmp_path), "--run-name", "run", "--steps", "40",
+            "--n-envs", "4", "--batch-size", "4", "--buffer-size", "16", "--test-episodes", "4", "--no-tensorboard"]
+    assert invoke("train", *tiny).exit_code == 0
+    result = invoke("train", "--resume", str(tmp_path / "run"), "--steps", "80", "--lr", "0.1", "--no-double-q",
+                    "--no-tensorboard")
+    assert result.exit_code == 0, result.output
+    assert "Warning: --resume trains with the run's own config.json; ignoring --lr, --double-q" in result.output
+    assert "after 80 steps" in result.output

@@ -7,8 +7,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from config_values import non_default_value
 from semzoo.cli import app
-from semzoo.run.sweep import FAIL_ONCE_ENV, apply_overrides, plan_trials, run_trial
+from semzoo.config import TrainConfig, config_fields
+from semzoo.run.sweep import FAIL_ONCE_ENV, GRID_KEYS, apply_overrides, plan_trials, run_trial
 from semzoo.run.rundir import TIMING_METRICS, read_metrics, run_finished
 
 ENVS = ["matrix:climbing", "matrix:penalty"]
@@ -37,6 +39,27 @@ def test_overrides_reach_nested_config_fields():
     assert data == {"test_interval": 1, "learner": {"batch_size": 8}}
     with pytest.raises(ValueError, match="learner.nope"):
         apply_overrides({"learner": {"batch_size": 32}}, {"learner.nope": 1})
+
+
+@pytest.mark.parametrize("key", ["nope", "learner", "agent.lr", "learner.nope", "batch_size", "x.y.z"])
+def test_an_override_that_names_no_config_field_is_refused(key):
+    with pytest.raises(ValueError, match=rf"config key '{key}': expected <field> .* sections agent, mixer, memory"):
+        apply_overrides(TrainConfig().to_dict(), {key: 1})
+
+
+@pytest.mark.parametrize("f", config_fields(), ids=lambda f: f.key)
+def test_every_config_field_is_settable_with_set(f):
+    value = non_default_value(f)
+    if f.key in GRID_KEYS:  # the grid's own axes: `--set` would be overwritten, so it is refused
+        with pytest.raises(ValueError, match=rf"config key '{f.key}': the sweep sets it per trial"):
+            plan_trials(envs=["matrix:climbing"], algos=["vdn"], seeds=[0], steps=10, out="runs",
+                        overrides={f.key: value})
+        return
+    [trial] = plan_trials(envs=["matrix:climbing"], algos=["vdn"], seeds=[0], steps=10, out="runs",
+                          overrides={f.key: value})
+    data = trial.config.to_dict()
+    section, _, name = f.key.rpartition(".")
+    assert (data[section] if section else data)[name] == value
 
 
 def test_plan_is_the_full_grid_with_one_run_directory_per_trial(tmp_path):

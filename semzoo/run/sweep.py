@@ -16,14 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from semzoo.config import TrainConfig
+from semzoo.config import SECTIONS, TrainConfig, config_fields
 from semzoo.run.rundir import CONFIG_FILE, default_run_name, run_finished
 from semzoo.run.trainer import Trainer
 
 FAIL_ONCE_ENV = "SEMZOO_SWEEP_FAIL_ONCE"
 """Test hook: the run name of one trial that raises once, half-way through its training."""
 FAIL_ONCE_MARKER = ".failed_once"
-NESTED_SECTIONS = ("agent", "mixer", "memory", "learner", "exploration")
+GRID_KEYS = {"env": "use --envs", "algo": "use --algos", "seed": "use --seeds", "steps": "use --steps",
+             "out": "use --out", "run_name": "each trial is named <env>_<algo>_seed<seed>"}
+"""Config fields the grid sets for each trial, and how a sweep sets them instead of ``--set``."""
 
 
 class InjectedFailure(RuntimeError):
@@ -57,19 +59,21 @@ class SweepReport:
 
 
 def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """``{'learner.batch_size': 8, 'test_interval': 500}`` applied to a ``TrainConfig.to_dict()``."""
-    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+    """``{'learner.batch_size': 8, 'test_interval': 500}`` applied to a ``TrainConfig.to_dict()``.
+
+    Keys are those of ``semzoo.config.config_fields``: ``<field>`` or ``<section>.<field>``.
+    """
+    keys = {f.key for f in config_fields()}
+    out = {k: (dict(v) if isinstance(v, dict) and k in SECTIONS else v) for k, v in base.items()}
     for key, value in overrides.items():
+        if key not in keys:
+            raise ValueError(f"config key {key!r}: expected <field> such as test_interval or <section>.<field> "
+                             f"such as learner.batch_size, sections {', '.join(SECTIONS)} "
+                             "(`semzoo train --help` lists the fields)")
         section, _, name = key.rpartition(".")
         if section:
-            if section not in NESTED_SECTIONS or name not in out[section]:
-                raise ValueError(f"config key {key!r}: expected <field> or <section>.<field> with section one of "
-                                 f"{', '.join(NESTED_SECTIONS)} (see `semzoo train --help`)")
-            out[section][name] = value
+            out.setdefault(section, {})[name] = value
         else:
-            if key not in out or key in NESTED_SECTIONS:
-                raise ValueError(f"config key {key!r}: expected a field of TrainConfig such as test_interval, "
-                                 "or <section>.<field> such as learner.batch_size")
             out[key] = value
     return out
 
@@ -79,6 +83,8 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
     """The grid as validated configs, env-major; ValueError on a bad env/algo/override before anything runs."""
     if not envs or not algos or not seeds:
         raise ValueError(f"envs={list(envs)}, algos={list(algos)}, seeds={list(seeds)}: expected at least one of each")
+    for key in GRID_KEYS.keys() & set(overrides or {}):
+        raise ValueError(f"config key {key!r}: the sweep sets it per trial; {GRID_KEYS[key]}")
     base = apply_overrides(TrainConfig().to_dict(), overrides or {})
     trials = []
     for env in envs:

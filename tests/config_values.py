@@ -1,0 +1,23 @@
+"""A valid value other than the default for every config field, to prove each one can be set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from semzoo.config import ConfigField
+
+SPECIAL = {"env": "matrix:penalty", "env_args": {"k": -10}, "algo": "qmix", "out": "elsewhere", "run_name": "named",
+           "device": "cpu", "episode_limit": 7, "memory.miss_rule": "zero"}
+"""Fields whose other value cannot be derived from the default's type."""
+
+
+def non_default_value(f: ConfigField) -> Any:
+    if f.key in SPECIAL:
+        return SPECIAL[f.key]
+    if f.type is bool:
+        return not f.default
+    if f.type is int:
+        return f.default + 1
+    if f.type is float:
+        return f.default / 2  # every float range here is an interval from 0 that holds its default
+    raise AssertionError(f"no non-default value for {f.key}: add one to SPECIAL in {__file__}")

@@ -1,0 +1,114 @@
+"""The config tree: defaults are the main job, every field documented and range-checked, sections derived once."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+import pytest
+
+from config_values import non_default_value
+from semzoo.config import (RANGE, SECTIONS, AgentConfig, ExplorationConfig, LearnerConfig, MemoryConfig,
+                           MixerConfig, TrainConfig, config_fields, field_docs)
+
+FIELDS = config_fields()
+NUMERIC = [f for f in FIELDS if f.type in (int, float) or f.type == int | None]
+
+
+def with_value(key: str, value) -> dict:
+    """``TrainConfig().to_dict()`` with one field (``section.name`` or ``name``) set to ``value``."""
+    data = TrainConfig().to_dict()
+    section, _, name = key.rpartition(".")
+    (data[section] if section else data)[name] = value
+    return data
+
+
+def test_default_config_is_the_readmes_main_job():
+    config = TrainConfig()
+    assert (config.env, config.algo, config.steps) == ("smax:3m", "sem-qmix", 100_000)
+
+
+def test_sections_are_the_dataclass_fields_of_train_config():
+    assert SECTIONS == {"agent": AgentConfig, "mixer": MixerConfig, "memory": MemoryConfig, "learner": LearnerConfig,
+                        "exploration": ExplorationConfig}
+
+
+def test_every_field_has_a_docstring_and_every_numeric_field_a_range():
+    assert all(f.help for f in FIELDS), [f.key for f in FIELDS if not f.help]
+    assert [f.key for f in NUMERIC if RANGE not in f.metadata] == []
+    assert len(NUMERIC) >= 30  # the check above must see the numeric fields
+
+
+def test_field_docs_are_the_strings_under_each_field_as_one_line():
+    docs = field_docs(TrainConfig)
+    assert docs["steps"] == "Environment steps to train for."
+    assert "\n" not in docs["threads"] and docs["threads"].endswith("an update ran 10x slower.")
+
+
+@pytest.mark.parametrize("f", NUMERIC, ids=lambda f: f.key)
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nan_and_inf_are_refused_for_every_numeric_field(f, bad):
+    with pytest.raises(ValueError, match=rf"^{f.name}={bad!r}: expected .*; (the default is|leave it unset)"):
+        TrainConfig.from_dict(with_value(f.key, bad))
+
+
+@pytest.mark.parametrize("f", NUMERIC, ids=lambda f: f.key)
+def test_a_value_below_the_range_names_the_field_and_the_default(f):
+    allowed = f.metadata[RANGE]
+    below = allowed.low if allowed.low_open else allowed.low - 1
+    with pytest.raises(ValueError, match=rf"^{f.name}=.*: expected .*{re.escape(str(allowed))}"):
+        TrainConfig.from_dict(with_value(f.key, below))
+
+
+@pytest.mark.parametrize("f", FIELDS, ids=lambda f: f.key)
+def test_every_field_round_trips_through_to_dict_with_a_non_default_value(f):
+    value = non_default_value(f)
+    assert value != f.default
+    config = TrainConfig.from_dict(with_value(f.key, value))
+    assert TrainConfig.from_dict(config.to_dict()) == config
+    assert config.to_dict() == with_value(f.key, value)
+
+
+def test_integral_floats_become_ints_and_ints_floats_where_the_field_says():
+    memory = MemoryConfig(capacity=1e6)  # JSON writes 1e6 as a float
+    assert memory.capacity == 1_000_000 and isinstance(memory.capacity, int)
+    assert isinstance(LearnerConfig(lr=1).lr, float)
+    with pytest.raises(ValueError, match=r"capacity=1.5: expected an integer >= 1"):
+        MemoryConfig(capacity=1.5)
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    ({"learner": {"double_q": 1}}, "double_q=1: expected true or false"),
+    ({"memory": {"miss_rule": "never"}}, "miss_rule='never': expected one of 'target', 'zero'"),
+    ({"env": 3}, "env=3: expected type str"),
+    ({"learner": {"lr": "fast"}}, "lr='fast': expected a finite number > 0"),
+])
+def test_a_value_of_the_wrong_type_is_refused(kwargs, needle):
+    data = TrainConfig().to_dict()
+    for key, value in kwargs.items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) else value
+    with pytest.raises(ValueError, match=needle):
+        TrainConfig.from_dict(data)
+
+
+@pytest.mark.parametrize("device", ["auto", "cpu", "cuda", "cuda:1", "mps"])
+def test_device_names_a_config_accepts(device):
+    assert TrainConfig(device=device).device == device
+
+
+@pytest.mark.parametrize("device", ["tpu", "gpu", "cuda:x", "CPU", ""])
+def test_device_names_a_config_refuses(device):
+    with pytest.raises(ValueError, match=r"expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"):
+        TrainConfig(device=device)
+
+
+def test_from_dict_refuses_an_unknown_key():
+    with pytest.raises(ValueError, match="unknown config keys"):
+        TrainConfig.from_dict({**TrainConfig().to_dict(), "lr": 1e-3})
+
+
+def test_config_fields_lists_every_leaf_once():
+    leaves = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in SECTIONS]
+    leaves += [f"{s}.{f.name}" for s, cls in SECTIONS.items() for f in dataclasses.fields(cls)]
+    assert [f.key for f in FIELDS] == leaves
