@@ -77,6 +77,11 @@ SMAX_MOVE_FOR_SMAC_MOVE = (0, 2, 1, 3)
 OBS_LOW, OBS_HIGH = -1.0, 1.0
 STATE_LOW, STATE_HIGH = 0.0, 1.0
 INSTALL_HINT = "pip install 'semzoo[smax]' (installs jaxmarl and jax)"
+ATTACK_MODES = ("closest", "random")
+"""How JaxMARL's heuristic enemy picks its target."""
+RUN_OWNED_ARGS = {"seed": ("seeds its envs from the run's seed", "--seed"),
+                  "episode_limit": ("passes its own episode limit to the envs", "--episode-limit")}
+"""Arguments of ``parallel_env`` that a run sets from its config: (what the run does, the flag to use instead)."""
 
 
 def _require_jaxmarl() -> None:
@@ -227,8 +232,29 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
     )
 
 
+def check_run_env_args(env_args: dict[str, Any]) -> None:
+    """ValueError for an env arg of ``smax:<map>`` that a run sets from its own config (seed, episode_limit).
+
+    ``parallel_env`` takes them (a single env has no run around it), ``SMAXVecEnv`` gets them from
+    the run: so a run refuses them up front, naming the flag that sets them.
+    """
+    for key, (what, flag) in RUN_OWNED_ARGS.items():
+        if key in env_args:
+            raise ValueError(f"--env-arg {key}={env_args[key]}: a SMAX run {what}; drop this --env-arg and use "
+                             f"{flag} {env_args[key]}")
+
+
+def _check_options(enemy_shoots: Any, attack_mode: Any) -> None:
+    if not isinstance(enemy_shoots, bool):
+        raise ValueError(f"enemy_shoots={enemy_shoots!r}: expected true or false; pass enemy_shoots=false to make "
+                         "the enemy passive")
+    if attack_mode not in ATTACK_MODES:
+        raise ValueError(f"attack_mode={attack_mode!r}: expected one of {', '.join(ATTACK_MODES)}")
+
+
 def _core(map_name: str, episode_limit: int | None, enemy_shoots: bool, attack_mode: str) -> _Core:
     """The cached compiled core for this configuration (jit caches live on it, so compile once per key)."""
+    _check_options(enemy_shoots, attack_mode)
     _require_jaxmarl()
     if map_name not in MAP_NAME_TO_SCENARIO:
         raise UnknownMapError(
@@ -236,7 +262,7 @@ def _core(map_name: str, episode_limit: int | None, enemy_shoots: bool, attack_m
             f"(for other SMAC maps use StarCraft II: env id 'smac:{map_name}')"
         )
     limit = SMAX_DEFAULT_EPISODE_LIMIT if episode_limit is None else episode_limit
-    if not isinstance(limit, int) or limit < 1:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"episode_limit must be a positive int, got {episode_limit!r}")
     key = (map_name, limit, bool(enemy_shoots), attack_mode)
     if key not in _CORES:
@@ -507,4 +533,4 @@ def parallel_env(
     )
 
 
-__all__ = ["SMAXEnv", "SMAXVecEnv", "available_maps", "parallel_env", "agent_names_for"]
+__all__ = ["SMAXEnv", "SMAXVecEnv", "available_maps", "check_run_env_args", "parallel_env", "agent_names_for"]

@@ -44,7 +44,12 @@ def fail(message: str, code: int = DOMAIN_ERROR) -> NoReturn:
 
 
 def parse_env_args(pairs: list[str], flag: str = "--env-arg") -> dict[str, Any]:
-    """['payoff=[[1,0],[0,1]]', 'k=-10'] -> {'payoff': [[1, 0], [0, 1]], 'k': -10}; values are JSON, else strings."""
+    """['payoff=[[1,0],[0,1]]', 'k=-10'] -> {'payoff': [[1, 0], [0, 1]], 'k': -10}.
+
+    Values are JSON; a value that is not JSON is kept as a string, so a bare word such as
+    ``attack_mode=random`` needs no quotes. An env that then rejects such a string names the
+    argument (``_string_arg_hint``).
+    """
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
@@ -55,6 +60,17 @@ def parse_env_args(pairs: list[str], flag: str = "--env-arg") -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key] = raw
     return out
+
+
+def _string_arg_hint(env_args: dict[str, Any], message: str) -> str:
+    """' (note: --env-arg N=abc was read as a string ...)' for string-valued env args ``message`` does not name."""
+    strings = [f"{key}={value}" for key, value in env_args.items()
+               if isinstance(value, str) and not (key in message and value in message)]
+    if not strings:
+        return ""
+    return (f" (note: --env-arg {', '.join(strings)} {'was' if len(strings) == 1 else 'were'} read as "
+            f"{'a string' if len(strings) == 1 else 'strings'}: values are JSON, so write a number as 3 or 0.5, "
+            "a list as [1,2], a boolean as true)")
 
 
 def _build(factory: Callable[..., Any], **kwargs: Any) -> Any:
@@ -174,7 +190,7 @@ def train(ctx: typer.Context, **options: Any) -> None:
             warnings.simplefilter("always")
             run_dir, result = run_training(config, progress=progress, tensorboard=options["tensorboard"])
     except (ValueError, TypeError) as err:
-        fail(str(err))
+        fail(_run_error(err, config.env_args))
     finally:
         progress.close()
     _echo_warnings(caught)
@@ -185,14 +201,30 @@ train.__signature__ = inspect.Signature(_train_parameters(TRAIN_FIELDS, TRAIN_FL
 app.command()(train)
 
 
+def _run_error(err: ValueError | TypeError, env_args: dict[str, Any]) -> str:
+    """The one line for an error raised during a run: a TypeError there is often a string env arg deep in the env."""
+    message = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
+    return message + _string_arg_hint(env_args, message) if isinstance(err, TypeError) else message
+
+
 def _check_env(config: TrainConfig) -> None:
     """Build one env up front so a bad id or argument is a one-line usage error."""
     from semzoo.envs.registry import make_env
 
     try:
+        _check_run_env_args(config.env, config.env_args)
         make_env(config.env, **config.env_args).close()
     except (ValueError, TypeError, ImportError) as err:
-        fail(str(err).splitlines()[0] if str(err) else repr(err), USAGE_ERROR)
+        message = str(err).splitlines()[0] if str(err) else repr(err)
+        fail(message + _string_arg_hint(config.env_args, message), USAGE_ERROR)
+
+
+def _check_run_env_args(env_id: str, env_args: dict[str, Any]) -> None:
+    """ValueError for env args that a run sets itself (SMAX: seed, episode_limit), naming the flag to use."""
+    if env_id.partition(":")[0] == "smax":
+        from semzoo.envs.smax import check_run_env_args
+
+        check_run_env_args(env_args)
 
 
 def _optimum(config: TrainConfig) -> float | None:
@@ -235,7 +267,7 @@ def _resume(run_dir: str, steps: int | None, tensorboard: bool) -> None:
         try:
             result = trainer.run()
         except (ValueError, TypeError) as err:
-            fail(str(err))
+            fail(_run_error(err, trainer.config.env_args))
         finally:
             trainer.close()
             progress.close()
@@ -255,13 +287,20 @@ def evaluate(
 
     if episodes is not None and episodes <= 0:
         fail(f"--episodes {episodes}: expected a positive number of episodes", USAGE_ERROR)
+    if device is not None:
+        from semzoo.run.device import resolve_device
+
+        try:
+            resolve_device(device)
+        except ValueError as err:
+            fail(str(err), USAGE_ERROR)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             config, result, at_steps = evaluate_run(run_dir, episodes=episodes, seed=seed, device=device)
-        except (ValueError, TypeError) as err:
+        except (ValueError, TypeError, ImportError) as err:
             _echo_warnings(caught)
-            fail(str(err))
+            fail(str(err).strip().splitlines()[0] if str(err).strip() else repr(err))
     _echo_warnings(caught)
     line = (f"{config.algo} on {config.env}, checkpoint at {at_steps:,} env steps, {result.episodes} greedy episodes: "
             f"return {result.return_mean:.3f} +- {result.return_std:.3f}")
@@ -306,6 +345,7 @@ def sweep(
                              steps=steps, out=out, overrides=overrides)
     except (ValueError, TypeError) as err:
         fail(str(err), USAGE_ERROR)
+    _check_sweep_envs(trials)
     try:
         report = run_sweep(trials, address=address, max_retries=max_retries, cpus_per_trial=cpus_per_trial,
                            num_cpus=num_cpus, echo=lambda line: typer.echo(line, err=True))
@@ -317,6 +357,18 @@ def sweep(
         fail(f"{len(report.failed)} trial(s) failed: {', '.join(report.failed)}; run the same command again to retry")
 
 
+def _check_sweep_envs(trials: list[Any]) -> None:
+    """Build the env of each unfinished trial once per (env id, env args), so a bad one is refused before Ray starts."""
+    from semzoo.run.rundir import run_finished
+
+    checked = set()
+    for trial in trials:
+        key = (trial.config.env, json.dumps(trial.config.env_args, sort_keys=True))
+        if key not in checked and not run_finished(trial.run_dir, trial.config.steps):
+            checked.add(key)
+            _check_env(trial.config)
+
+
 @app.command()
 def plot(
     folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
@@ -326,10 +378,14 @@ def plot(
     """Curves per env: median and 25-75 % band per algorithm across seeds, plus y / E / Q_tot when logged."""
     from semzoo.run.report import plot_runs
 
-    try:
-        written = plot_runs(folder, metric=metric, out=out)
-    except (ValueError, TypeError) as err:
-        fail(str(err))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            written = plot_runs(folder, metric=metric, out=out)
+        except (ValueError, TypeError) as err:
+            _echo_warnings(caught)
+            fail(str(err))
+    _echo_warnings(caught)
     for path in written:
         typer.echo(str(path))
 
@@ -348,10 +404,14 @@ def table(
         steps = [int(item.replace("_", "")) for item in _split(at, "--at")]
     except ValueError:
         fail(f"--at {at!r}: expected comma-separated integers, e.g. 250000,500000", USAGE_ERROR)
-    try:
-        rows = score_table(load_runs(folder), steps, metric)
-    except (ValueError, TypeError) as err:
-        fail(str(err))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            rows = score_table(load_runs(folder), steps, metric)
+        except (ValueError, TypeError) as err:
+            _echo_warnings(caught)
+            fail(str(err))
+    _echo_warnings(caught)
     typer.echo(table_markdown(rows, metric))
     if csv_path is not None:
         typer.echo(f"\nwrote {write_table_csv(rows, csv_path)}")

@@ -48,18 +48,23 @@ def test_checkpoint_round_trip_keeps_tensors_arrays_and_plain_values(tmp_path):
     assert loaded["scalar"] == 2.0 and loaded["nested"][0]["a"].shape == (0,)
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip_byte", "garbage"])
+@pytest.mark.parametrize("damage", ["truncate", "flip_byte", "garbage", "header_format", "header_size"])
 def test_damaged_checkpoint_is_detected(tmp_path, damage):
     path = tmp_path / "c.ckpt"
     save_checkpoint(path, {"w": torch.randn(100)})
     raw = path.read_bytes()
+    magic, version, checksum, rest = raw.split(b" ", 3)
     if damage == "truncate":
         path.write_bytes(raw[: len(raw) // 2])
     elif damage == "flip_byte":
         path.write_bytes(raw[:-10] + bytes([raw[-10] ^ 0xFF]) + raw[-9:])
+    elif damage == "header_format":
+        path.write_bytes(b" ".join([magic, b"x" * len(version), checksum, rest]))
+    elif damage == "header_size":
+        path.write_bytes(b" ".join([magic, version, checksum, b"#" + rest[1:]]))
     else:
         path.write_bytes(b"not a checkpoint at all")
-    with pytest.raises(CheckpointError, match="corrupt"):
+    with pytest.raises(CheckpointError, match=f"checkpoint {path} is corrupt"):
         load_checkpoint(path)
 
 

@@ -122,3 +122,44 @@ def test_plot_and_table_commands(runs_root, tmp_path):
     out = runner.invoke(app, ["plot", str(runs_root), "--metric", "test_win_rate", "--out", str(tmp_path / "p")])
     assert out.exit_code == 0, out.output
     assert (tmp_path / "p" / "test_win_rate.png").exists()
+
+
+def damage_three_runs(root) -> list:
+    """A bad config.json, a metrics.csv of garbage text and one of binary junk, each in its own run directory."""
+    bad_config = root / "bad_config"
+    bad_config.mkdir()
+    (bad_config / "config.json").write_text("{not json")
+    (bad_config / "metrics.csv").write_text(",".join(METRIC_FIELDS) + "\n")
+    garbage_text = root / "garbage_text"
+    write_run(garbage_text, "matrix:climbing", "qmix", 7, {0: 0.5})
+    next(garbage_text.glob("*/metrics.csv")).write_text("hello world\nthis is not a metrics file\n")
+    garbage_bytes = root / "garbage_bytes"
+    write_run(garbage_bytes, "matrix:climbing", "qmix", 8, {0: 0.5})
+    next(garbage_bytes.glob("*/metrics.csv")).write_bytes(bytes(range(128, 256)) * 4)
+    return [bad_config, next(garbage_text.iterdir()), next(garbage_bytes.iterdir())]
+
+
+def test_a_damaged_run_directory_is_skipped_with_a_warning_naming_it(runs_root):
+    from semzoo.run.report import SkippedRunWarning
+
+    intact = table_values(score_table(load_runs(runs_root), [150, 300]))
+    damaged = damage_three_runs(runs_root)
+    with pytest.warns(SkippedRunWarning) as caught:
+        runs = load_runs(runs_root)
+    assert sorted(str(w.message).split(":")[0] for w in caught) == sorted(f"skipping {d}" for d in damaged)
+    assert table_values(score_table(runs, [150, 300])) == intact
+
+
+def test_plot_and_table_commands_skip_damaged_runs_with_one_line_each(runs_root, tmp_path):
+    damaged = damage_three_runs(runs_root)
+    runner = CliRunner()
+    for args in (["table", str(runs_root), "--at", "150,300"],
+                 ["plot", str(runs_root), "--out", str(tmp_path / "p")]):
+        out = runner.invoke(app, args)
+        assert out.exit_code == 0, out.output
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == len(damaged) and "Traceback" not in out.output
+        for line, run_dir in zip(lines, sorted(damaged)):
+            assert line.startswith(f"Warning: skipping {run_dir}: ")
+    assert "| sem-qmix | 0.900 | 0.800 | 0.100 | 0.600 | 0.800 |" in runner.invoke(app, ["table", str(runs_root),
+                                                                                      "--at", "150,300"]).stdout

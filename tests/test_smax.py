@@ -295,3 +295,24 @@ def test_map_table_smax_sizes_match_what_smax_reports():
             m.n_actions,
         )
         assert env.n_agents == m.n_agents and env.n_enemies == m.n_enemies
+
+
+@pytest.mark.parametrize(("options", "needle"), [({"attack_mode": "nearest"}, "attack_mode='nearest'"),
+                                                 ({"enemy_shoots": "yes"}, "enemy_shoots='yes'"),
+                                                 ({"episode_limit": True}, "episode_limit")])
+def test_single_and_vectorised_env_refuse_the_same_bad_options(options, needle):
+    with pytest.raises(ValueError, match=needle) as single:
+        parallel_env("3m", **options)
+    with pytest.raises(ValueError, match=needle) as vectorised:
+        SMAXVecEnv("3m", 2, **options)
+    assert str(single.value) == str(vectorised.value)
+
+
+def test_a_run_refuses_the_env_args_it_sets_itself_naming_the_flag():
+    from semzoo.envs.smax import check_run_env_args
+
+    check_run_env_args({"attack_mode": "random", "enemy_shoots": False})
+    with pytest.raises(ValueError, match="use --seed 3"):
+        check_run_env_args({"seed": 3})
+    with pytest.raises(ValueError, match="use --episode-limit 50"):
+        check_run_env_args({"episode_limit": 50})

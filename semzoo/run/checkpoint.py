@@ -113,6 +113,14 @@ def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> int:
     return size
 
 
+def _parse_header(line: bytes) -> tuple[int, bytes, int] | None:
+    """(format, sha256 hex, payload bytes) of a header line ``MAGIC format sha256 bytes``; None if it is not one."""
+    parts = line.split(b" ")
+    if len(parts) != 4 or parts[0] != MAGIC or not parts[1].isdigit() or not parts[3].isdigit():
+        return None
+    return int(parts[1]), parts[2], int(parts[3])
+
+
 def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read and verify one checkpoint; raises CheckpointError if it is truncated, altered or not a checkpoint."""
     path = Path(path)
@@ -121,13 +129,14 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     except OSError as err:
         raise CheckpointError(f"cannot read checkpoint {path}: {err.strerror}") from None
     newline = raw.find(b"\n", 0, MAX_HEADER_BYTES)
-    parts = raw[:newline].split(b" ") if newline > 0 else []
-    if len(parts) != 4 or parts[0] != MAGIC:
+    header = _parse_header(raw[:newline]) if newline > 0 else None
+    if header is None:
         raise CheckpointError(f"checkpoint {path} is corrupt: it does not start with a semzoo checkpoint header")
-    if int(parts[1]) != FORMAT_VERSION:
-        raise CheckpointError(f"checkpoint {path} has format {int(parts[1])}, this semzoo reads format {FORMAT_VERSION}")
+    version, checksum, size = header
+    if version != FORMAT_VERSION:
+        raise CheckpointError(f"checkpoint {path} has format {version}, this semzoo reads format {FORMAT_VERSION}")
     body = memoryview(raw)[newline + 1:]
-    if len(body) != int(parts[3]) or hashlib.sha256(body).hexdigest().encode() != parts[2]:
+    if len(body) != size or hashlib.sha256(body).hexdigest().encode() != checksum:
         raise CheckpointError(f"checkpoint {path} is corrupt: its checksum does not match (partial or altered file)")
     return _decode(torch.load(io.BytesIO(body), map_location="cpu", weights_only=True))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import math
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,10 @@ FIGURE_DPI = 110
 PANEL_SIZE_IN = (4.8, 3.4)
 MAX_COLUMNS = 3
 BAND_ALPHA = 0.25
+
+
+class SkippedRunWarning(UserWarning):
+    """A run directory under the folder could not be read (bad config.json or metrics.csv) and was left out."""
 
 
 @dataclass
@@ -51,7 +56,11 @@ class RunSeries:
 
 
 def load_runs(root: str | Path) -> list[RunSeries]:
-    """Every run under ``root`` (found by its config.json), with its metrics."""
+    """Every run under ``root`` (found by its config.json), with its metrics.
+
+    A run directory that cannot be read (bad config.json, garbage metrics.csv) is left out with a
+    ``SkippedRunWarning`` naming it, so one damaged run does not hide the others.
+    """
     root = Path(root)
     if not root.is_dir():
         raise ValueError(f"folder {str(root)!r} does not exist: expected a folder of run directories "
@@ -61,21 +70,34 @@ def load_runs(root: str | Path) -> list[RunSeries]:
         run_dir = config_path.parent
         if not (run_dir / METRICS_FILE).exists():
             continue
-        config = load_run_config(run_dir)
-        rows = read_metrics(run_dir)
-        by_name: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        for row in rows:
-            by_name[row["name"]].append((row["env_steps"], row["value"]))
-        metrics = {}
-        for name, pairs in by_name.items():
-            pairs.sort(key=lambda p: p[0])  # stable: rows of one step keep their logged order
-            metrics[name] = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.float64))
-        last = max((r["env_steps"] for r in rows), default=0)
-        runs.append(RunSeries(run_dir=run_dir, env=config.env, algo=config.algo, seed=config.seed, last_step=last,
-                              metrics=metrics))
+        try:
+            runs.append(load_run(run_dir))
+        except (ValueError, TypeError, KeyError, OSError, csv.Error) as err:
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            if isinstance(err, KeyError):
+                reason = f"{METRICS_FILE} has no column {err}"
+            elif isinstance(err, UnicodeDecodeError):
+                reason = f"{METRICS_FILE} is not text ({err.reason} at byte {err.start})"
+            warnings.warn(f"skipping {run_dir}: {reason}", SkippedRunWarning, stacklevel=2)
     if not runs:
         raise ValueError(f"no runs under {root}: expected run directories holding {CONFIG_FILE} and {METRICS_FILE}")
     return runs
+
+
+def load_run(run_dir: Path) -> RunSeries:
+    """One run directory's config and metrics; ValueError/KeyError/OSError when either cannot be read."""
+    config = load_run_config(run_dir)
+    rows = read_metrics(run_dir)
+    by_name: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for row in rows:
+        by_name[row["name"]].append((row["env_steps"], row["value"]))
+    metrics = {}
+    for name, pairs in by_name.items():
+        pairs.sort(key=lambda p: p[0])  # stable: rows of one step keep their logged order
+        metrics[name] = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.float64))
+    last = max((r["env_steps"] for r in rows), default=0)
+    return RunSeries(run_dir=run_dir, env=config.env, algo=config.algo, seed=config.seed, last_step=last,
+                     metrics=metrics)
 
 
 def check_metric(runs: Sequence[RunSeries], metric: str) -> None:
@@ -268,5 +290,5 @@ def write_table_csv(rows: Sequence[TableRow], path: str | Path) -> Path:
     return path
 
 
-__all__ = ["RunSeries", "TableRow", "load_runs", "check_metric", "curve", "plot_metric", "plot_targets", "plot_runs",
+__all__ = ["RunSeries", "SkippedRunWarning", "TableRow", "load_runs", "load_run", "check_metric", "curve", "plot_metric", "plot_targets", "plot_runs",
            "score_table", "table_markdown", "write_table_csv", "TARGET_METRICS"]

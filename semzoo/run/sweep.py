@@ -20,16 +20,9 @@ from semzoo.config import SECTIONS, TrainConfig, config_fields
 from semzoo.run.rundir import CONFIG_FILE, default_run_name, run_finished
 from semzoo.run.trainer import Trainer
 
-FAIL_ONCE_ENV = "SEMZOO_SWEEP_FAIL_ONCE"
-"""Test hook: the run name of one trial that raises once, half-way through its training."""
-FAIL_ONCE_MARKER = ".failed_once"
 GRID_KEYS = {"env": "use --envs", "algo": "use --algos", "seed": "use --seeds", "steps": "use --steps",
              "out": "use --out", "run_name": "each trial is named <env>_<algo>_seed<seed>"}
 """Config fields the grid sets for each trial, and how a sweep sets them instead of ``--set``."""
-
-
-class InjectedFailure(RuntimeError):
-    """Raised by the fail-once test hook."""
 
 
 @dataclass(frozen=True)
@@ -97,18 +90,17 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
     return trials
 
 
-def run_trial(config_dict: dict[str, Any], threads: int = 1, fail_once: str | None = None) -> dict[str, Any]:
+def run_trial(config_dict: dict[str, Any], threads: int = 1) -> dict[str, Any]:
     """Train one trial to its steps, resuming its run directory when it holds one; returns the final evaluation."""
     # The Trainer applies config.threads (torch.set_num_threads) for this worker process.
     trial = Trial(TrainConfig.from_dict({**config_dict, "threads": max(1, threads)}))
     run_dir = trial.run_dir
     if run_finished(run_dir, trial.config.steps):
         return {"run": trial.name, "status": "skipped"}
-    progress = _fail_once_hook(run_dir, trial.config.steps) if fail_once == trial.name else None
     if (run_dir / CONFIG_FILE).exists():
-        trainer = Trainer.resume(run_dir, steps=trial.config.steps, progress=progress)
+        trainer = Trainer.resume(run_dir, steps=trial.config.steps)
     else:
-        trainer = Trainer(trial.config, run_dir=run_dir, progress=progress)
+        trainer = Trainer(trial.config, run_dir=run_dir)
     try:
         result = trainer.run()
     finally:
@@ -116,20 +108,8 @@ def run_trial(config_dict: dict[str, Any], threads: int = 1, fail_once: str | No
     return {"run": trial.name, "status": "finished", "result": result}
 
 
-def _fail_once_hook(run_dir: Path, steps: int) -> Callable[[dict[str, Any]], None]:
-    marker = run_dir / FAIL_ONCE_MARKER
-
-    def hook(info: dict[str, Any]) -> None:
-        if info["env_steps"] >= steps // 2 and not marker.exists():
-            marker.touch()
-            raise InjectedFailure(f"{FAIL_ONCE_ENV}: injected failure at {info['env_steps']} env steps")
-
-    return hook
-
-
 def run_sweep(trials: Sequence[Trial], *, address: str | None = None, max_retries: int = 2, cpus_per_trial: float = 1,
-              num_cpus: int | None = None, echo: Callable[[str], None] = print,
-              fail_once: str | None = None) -> SweepReport:
+              num_cpus: int | None = None, echo: Callable[[str], None] = print) -> SweepReport:
     """Run the unfinished ``trials`` on Ray; a local Ray with ``num_cpus`` (default all) unless ``address``."""
     if max_retries < 0:
         raise ValueError(f"max_retries={max_retries}: expected >= 0")
@@ -148,18 +128,17 @@ def run_sweep(trials: Sequence[Trial], *, address: str | None = None, max_retrie
         import ray
     except ImportError:
         raise ValueError("sweeps run on Ray, which is not installed: pip install 'semzoo[ray]'") from None
-    fail_once = fail_once if fail_once is not None else os.environ.get(FAIL_ONCE_ENV)
     started_here = not ray.is_initialized()
     if started_here:
         if address:
-            ray.init(address=address, log_to_driver=False)
+            _connect(ray, address)
         else:
             ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False)
     try:
         remote = ray.remote(run_trial).options(num_cpus=cpus_per_trial, max_retries=max_retries,
                                                retry_exceptions=True)
         threads = max(1, int(cpus_per_trial))
-        pending = {remote.remote(t.config.to_dict(), threads, fail_once): t for t in todo}
+        pending = {remote.remote(t.config.to_dict(), threads): t for t in todo}
         echo(f"sweep: {len(todo)} trials to run, {len(report.skipped)} already finished")
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
@@ -180,4 +159,15 @@ def run_sweep(trials: Sequence[Trial], *, address: str | None = None, max_retrie
     return report
 
 
-__all__ = ["Trial", "SweepReport", "plan_trials", "run_trial", "run_sweep", "apply_overrides", "FAIL_ONCE_ENV"]
+def _connect(ray: Any, address: str) -> None:
+    """Join the Ray cluster at ``address``; ValueError with a hint when there is none to join."""
+    try:
+        ray.init(address=address, log_to_driver=False)
+    except (ConnectionError, TimeoutError) as err:
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"cannot connect to a Ray cluster at --address {address!r} ({reason}): start one with "
+                         "`ray start --head` on the head node, pass its address (e.g. ray://head:10001), or "
+                         "leave out --address to run on an embedded local Ray") from None
+
+
+__all__ = ["Trial", "SweepReport", "plan_trials", "run_trial", "run_sweep", "apply_overrides"]
