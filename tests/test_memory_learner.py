@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
+from semzoo.agents.rnn import RNNAgent
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
 from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
 from semzoo.episodic.target import EpisodicTarget, episodic_target
 from semzoo.learners.q_learner import CleanBatch, QLearner
 from semzoo.mixers.base import make_mixer
-from semzoo.agents.rnn import RNNAgent
 from semzoo.types import EpisodeBatch
 
 A, O, S, U, T = 2, 3, 4, 3, 5

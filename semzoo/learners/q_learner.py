@@ -43,14 +43,14 @@ class OnlineValues:
 
 @dataclass(frozen=True)
 class TargetLoss:
-    """The loss against one target (y or E), normalised by the number of real steps, and its pieces."""
+    """The loss against one target (y or E), divided by the number of real steps, and its pieces (scalars)."""
 
     total: torch.Tensor
-    """mixer + the extra terms (scalar)."""
+    """mixer + the extra terms."""
     mixer: torch.Tensor
-    """sum_t m_t w_t (Q_tot - target)^2 / sum_t real_t (scalar)."""
+    """sum_t applies_t w_t (Q_tot - target_t)^2 / sum_t m_t, m_t the real steps."""
     extras: dict[str, torch.Tensor]
-    """The extra losses by name (scalars), normalised the same way."""
+    """sum_t applies_t (Q^k - target_t)^2 / sum_t m_t of every extra estimate Q^k, by name."""
     weights_BT: torch.Tensor
     """w_t, [B,T]."""
 
