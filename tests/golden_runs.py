@@ -3,6 +3,12 @@
 The rows were recorded before the "one home per concept" restructure; `test_golden.py` checks that the
 restructured package reproduces them. Timing metrics (machine-dependent) and wall time are left out.
 Re-record (only when a change is meant to alter learning) with `python tests/golden_runs.py`.
+
+The fix of SEM-WQMIX's memory-term normalisation (issue 9: divided by all real steps, no longer by the
+answered ones under miss rule "zero") changed none of the entries: re-recording saem-cw-qmix and
+saem-ow-qmix (the WQMIX ids with miss rule "zero") on all three envs gave byte-identical rows, because
+in these short runs every sampled batch's SAEM lookups hit all or nothing, where both divisions agree.
+tests/test_one_loss.py pins the fix instead.
 """
 
 from __future__ import annotations

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
-from semzoo.learners.q_learner import CleanBatch, QLearner
-from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
-from semzoo.mixers.base import make_mixer
 from semzoo.agents.rnn import RNNAgent
+from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
+from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
+from semzoo.episodic.target import EpisodicTarget, episodic_target
+from semzoo.learners.q_learner import CleanBatch, QLearner
+from semzoo.mixers.base import make_mixer
 from semzoo.types import EpisodeBatch
 
 A, O, S, U, T = 2, 3, 4, 3, 5
@@ -58,15 +59,23 @@ def make_batch(lengths=(5, 3, 2), terminated_last=(True, False, False), pad_valu
     )
 
 
-def targets(learner: QLearner, batch: EpisodeBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(y, E, mask of the memory term), each [B,T], through the learner's own pieces."""
+def episodic(learner: QLearner, batch: EpisodeBatch) -> tuple[torch.Tensor, EpisodicTarget]:
+    """(y [B,T], the episodic target) of a batch, through the learner's own pieces and its memory."""
     clean = CleanBatch.from_batch(batch)
+    assert learner.memory is not None
     with torch.no_grad():
         q = learner.agent_q(learner.agent, clean)
         next_value = learner.next_value(clean, q)
         y = learner.td_target(clean, next_value)
-        e, applies = learner.episodic_target(clean, y, next_value)
-    return y, e, applies
+    target = episodic_target(learner.memory, learner.memory_kind, clean, y, next_value, gamma=learner.config.gamma,
+                             miss_rule=learner.memory_config.miss_rule)
+    return y, target
+
+
+def targets(learner: QLearner, batch: EpisodeBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(y, E, mask of the memory term), each [B,T]."""
+    y, target = episodic(learner, batch)
+    return y, target.e_BT, target.applies_BT
 
 
 def q_tot_of(learner: QLearner, batch: EpisodeBatch) -> torch.Tensor:
@@ -122,10 +131,13 @@ def test_sem_mixes_hits_and_misses_step_by_step():
     hit = batch.filled & (torch.arange(T)[None] % 2 == 0)
     memory = make_memory()
     store_next_states(memory, batch, hit)
-    y, e, _ = targets(make_learner(memory), batch)
+    y, target = episodic(make_learner(memory), batch)
+    e = target.e_BT
     miss = batch.filled & ~hit
     assert torch.equal(e[miss], y[miss])
     assert (e[hit] - y[hit]).abs().min() > 1.0
+    assert torch.equal(target.answered_BT.bool(), hit)
+    assert target.hit_rate == pytest.approx(hit.sum().item() / batch.filled.sum().item())  # every real step queried
 
 
 def test_sem_target_after_a_real_end_is_the_reward_alone():
@@ -147,9 +159,13 @@ def test_miss_rule_zero_drops_missed_steps_from_the_memory_term():
     memory = make_memory()
     store_next_states(memory, batch, hit)
     learner = make_learner(memory, lam=1.0, miss_rule="zero")
-    _, e, applies = targets(learner, batch)
+    _, target = episodic(learner, batch)
+    e = target.e_BT
     answered = hit | batch.terminated  # after a real end E = r needs no table
-    assert torch.equal(applies.bool(), answered)
+    assert torch.equal(target.applies_BT.bool(), answered)
+    assert torch.equal(target.answered_BT.bool(), answered)
+    queried = batch.filled & ~batch.terminated  # a real end reads no table, so it is no query
+    assert target.hit_rate == pytest.approx(hit.sum().item() / queried.sum().item())
 
     loss, _ = learner.compute_loss(batch)
     with torch.no_grad():

@@ -28,8 +28,8 @@ class CleanBatch:
     mask: torch.Tensor  # [B,T] float, 1 on real steps
 
     @classmethod
-    def from_batch(cls, batch: EpisodeBatch) -> "CleanBatch":
-        b, t = batch.reward.shape
+    def from_batch(cls, batch: EpisodeBatch) -> CleanBatch:
+        t = batch.reward.shape[1]
         device = batch.reward.device
         slot_valid = torch.arange(t + 1, device=device)[None, :] <= batch.length[:, None]  # [B,T+1]
         filled = batch.filled
@@ -45,3 +45,10 @@ class CleanBatch:
             terminated=(batch.terminated & filled).float(),
             mask=filled.float(),
         )
+
+    def bootstrapped(self, value_BT: torch.Tensor, gamma: float) -> torch.Tensor:
+        """One-step target r_t + gamma (1 - term_t) V_{t+1} of every step: [B,T] (paper eq. 2 and 7).
+
+        A time limit is not a termination, so a truncated step bootstraps like any other.
+        """
+        return self.reward + gamma * (1.0 - self.terminated) * value_BT

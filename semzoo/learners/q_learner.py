@@ -1,26 +1,59 @@
-"""The loss: double-Q TD target, the episodic-memory target and their blend (paper eq. 6).
+"""The one loss of eq. (6): double-Q TD target, the episodic target and their blend, with hooks for WQMIX.
 
-    y_t = r_t + gamma (1 - term_t) Q_tot(tau_{t+1}, argmax_u Q(tau_{t+1}, u; theta), s_{t+1}; theta^-)
-    E_t = r_t + gamma (1 - term_t) Q^S(phi(s_{t+1}))          (SEM; on a miss the paper uses y_t)
-    E_t = Q^SA(phi(s_t), u_t)                                  (SAEM; on a miss, y_t)
-    L   = (1 - lambda) mean (Q_tot - y)^2 + lambda mean (Q_tot - E)^2   over real steps only
+    y_t = r_t + gamma (1 - term_t) V(t+1),  V(t+1) = Q_tot(tau_{t+1}, argmax_u Q(tau_{t+1}, u; theta), s_{t+1}; theta^-)
+    E_t = the episodic target of semzoo.episodic.target (SEM eq. 7, SAEM eq. 4; E_t = y_t on a miss)
+    L   = (1 - lambda) L_td + lambda L_em                                               (eq. 6)
+    L_td = sum_t m_t  [w_t   (Q_tot - y_t)^2 + sum_k (Q^k - y_t)^2] / sum_t m_t
+    L_em = sum_t m'_t [w^e_t (Q_tot - E_t)^2 + sum_k (Q^k - E_t)^2] / sum_t m_t
+
+m_t marks real steps, m'_t the steps the memory term applies to (the miss rule). The hooks a derived
+learner overrides: ``online_values`` (the forward pass the loss reads), ``next_value`` (V), ``step_weights``
+(w, w^e; ones here), ``extra_losses`` (further estimates Q^k regressed on the same target; none here) and
+the diagnostics ``term_stats`` / ``value_stats``. WQMIX (learners/wqmix.py) is the one such learner.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
-from semzoo.mixers.base import Mixer
 from semzoo.agents.rnn import MASKED_Q, RNNAgent
+from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
+from semzoo.episodic.tables import EpisodicMemory
+from semzoo.episodic.target import episodic_target
 from semzoo.learners.batch import CleanBatch
+from semzoo.mixers.base import Mixer
 from semzoo.types import EpisodeBatch
+
+
+@dataclass(frozen=True)
+class OnlineValues:
+    """One batch through the online networks: what the loss and its hooks read."""
+
+    clean: CleanBatch
+    q_BTAU: torch.Tensor
+    """Q_a(tau, u) of every slot and action, [B,T+1,A,U], with gradient."""
+    q_tot_BT: torch.Tensor
+    """Q_tot(tau_t, u_t, s_t) of the taken joint actions, [B,T], with gradient."""
+
+
+@dataclass(frozen=True)
+class TargetLoss:
+    """The loss against one target (y or E), divided by the number of real steps, and its pieces (scalars)."""
+
+    total: torch.Tensor
+    """mixer + the extra terms."""
+    mixer: torch.Tensor
+    """sum_t applies_t w_t (Q_tot - target_t)^2 / sum_t m_t, m_t the real steps."""
+    extras: dict[str, torch.Tensor]
+    """sum_t applies_t (Q^k - target_t)^2 / sum_t m_t of every extra estimate Q^k, by name."""
+    weights_BT: torch.Tensor
+    """w_t, [B,T]."""
+
 
 class QLearner:
     """Value-decomposition Q-learning with an optional episodic-memory target.
@@ -29,9 +62,12 @@ class QLearner:
     the loss is exactly the plain mixer's.
     """
 
+    logs_target_e_hit: ClassVar[bool] = True
+    """Whether the diagnostics hold ``target_e_hit`` (WQMIX's metrics files have never had that column)."""
+
     def __init__(
         self, *, agent: RNNAgent, mixer: Mixer, config: LearnerConfig, memory_config: MemoryConfig,
-        memory: Any | None = None, memory_kind: str = "none",
+        memory: EpisodicMemory | None = None, memory_kind: str = "none",
     ) -> None:
         self.agent, self.mixer = agent, mixer
         self.config, self.memory_config = config, memory_config
@@ -42,12 +78,10 @@ class QLearner:
         self.optimizer = torch.optim.RMSprop(self.params, lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps,
                                              foreach=True)
         self.updates = 0
-        self._last_hits = 0.0  # hit rate of the last episodic_target call (a diagnostic)
-        self._answered = torch.zeros(0, dtype=torch.bool)  # [B,T] steps whose E came from the table
 
     @classmethod
-    def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: Any | None = None,
-                    memory_kind: str = "none", **learner_args: Any) -> "QLearner":
+    def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: EpisodicMemory | None = None,
+                    memory_kind: str = "none", **learner_args: Any) -> QLearner:
         """The learner of a run: its sections of ``config`` plus the row's ``learner_args`` (see semzoo.algos)."""
         return cls(agent=agent, mixer=mixer, config=config.learner, memory_config=config.memory, memory=memory,
                    memory_kind=memory_kind, **learner_args)
@@ -74,60 +108,13 @@ class QLearner:
         return chooser.masked_fill(~clean.avail[:, 1:], MASKED_Q).argmax(dim=-1)
 
     def td_target(self, clean: CleanBatch, next_value_BT: torch.Tensor) -> torch.Tensor:
-        """r + gamma (1 - terminated) V(t+1): [B,T]."""
-        return clean.reward + self.config.gamma * (1.0 - clean.terminated) * next_value_BT
-
-    def episodic_target(self, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """E and the mask of steps where the memory term applies ([B,T] each).
-
-        SEM:  E_t = r_t + gamma (1 - term_t) Q^S(phi(s_{t+1}))   (paper eq. 7); E_t = r_t after a real end.
-        SAEM: E_t = Q^SA(phi(s_t), u_t)                           (paper eq. 4).
-        On a table miss E_t = y_t (paper: max_u Q_tot(tau_{t+1}, u; theta^-) replaces Q^S(s_{t+1})).
-        The mask is every real step for miss_rule "target", and only the steps the memory answered
-        (hits, and SEM's terminal steps) for miss_rule "zero" (EMC).
-        """
-        assert self.memory is not None
-        mask = clean.mask.bool()
-        if self.memory_kind == "sem":
-            # Only real, non-terminal steps read the table (a read counts as an access for eviction).
-            query = mask & (clean.terminated == 0)
-            states = clean.state[:, 1:][query].detach().cpu().numpy()
-            values, hits = self.memory.query(states)
-            self._last_hits = float(np.mean(hits)) if len(hits) else 0.0
-            memory_next = self._scatter(values, query, y_BT)
-            hit = self._scatter(hits, query, y_BT).bool()
-            bootstrap = torch.where(hit, memory_next, next_value_BT)
-            e = self.td_target(clean, bootstrap)
-            hit = hit | (clean.terminated > 0)  # E = r exactly: no table needed
-        else:
-            states = clean.state[:, :-1][mask].detach().cpu().numpy()
-            actions = clean.actions[mask].detach().cpu().numpy()
-            values, hits = self.memory.query(states, actions)
-            self._last_hits = float(np.mean(hits)) if len(hits) else 0.0
-            hit = self._scatter(hits, mask, y_BT).bool()
-            e = torch.where(hit, self._scatter(values, mask, y_BT), y_BT)
-        self._answered = mask & hit  # steps whose E came from the table (a diagnostic)
-        applies = mask if self.memory_config.miss_rule == "target" else self._answered
-        return e, applies.float()
-
-    @staticmethod
-    def _scatter(values: np.ndarray, where: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-        out = torch.zeros_like(like)
-        out[where] = torch.as_tensor(np.asarray(values, np.float32), device=like.device).to(like.dtype)
-        return out
+        """y = r + gamma (1 - terminated) V(t+1): [B,T]."""
+        return clean.bootstrapped(next_value_BT, self.config.gamma)
 
     @staticmethod
     def masked_mean(x_BT: torch.Tensor, mask_BT: torch.Tensor) -> torch.Tensor:
+        """Mean of x_BT over the steps where mask_BT is 1 (a scalar; 0 when the mask is empty)."""
         return (x_BT * mask_BT).sum() / mask_BT.sum().clamp(min=1.0)
-
-    @torch.no_grad()
-    def next_value(self, clean: CleanBatch, q_BTAU: torch.Tensor) -> torch.Tensor:
-        """max_u Q_tot(tau_{t+1}, u; theta^-) with the argmax from the online net (double Q): [B,T]."""
-        target_q = self.agent_q(self.target_agent, clean)
-        best_next = self.greedy_next_actions(q_BTAU, target_q, clean)
-        target_max = target_q[:, 1:].gather(-1, best_next.unsqueeze(-1)).squeeze(-1)  # [B,T,A]
-        extra = self.mixer_extra(self.target_mixer, target_q[:, 1:], best_next, clean.avail[:, 1:])
-        return self.target_mixer(target_max, clean.state[:, 1:], **extra).squeeze(-1)
 
     @torch.no_grad()
     def td_targets(self, batch: EpisodeBatch) -> torch.Tensor:
@@ -136,40 +123,91 @@ class QLearner:
         q = self.agent_q(self.agent, clean)
         return self.td_target(clean, self.next_value(clean, q)) * clean.mask
 
-    # ----- the update -------------------------------------------------------------------------------------
+    # ----- hooks: what a derived learner (WQMIX) overrides ------------------------------------------------
 
-    def compute_loss(self, batch: EpisodeBatch) -> tuple[torch.Tensor, dict[str, float]]:
-        """The blended loss of one batch and its diagnostics (no optimiser step)."""
-        clean = CleanBatch.from_batch(batch)
+    def online_values(self, clean: CleanBatch) -> OnlineValues:
+        """Q_a of every slot and Q_tot of the taken joint actions, through the online networks."""
         q = self.agent_q(self.agent, clean)  # [B,T+1,A,U]
         chosen_q = q[:, :-1].gather(-1, clean.actions.unsqueeze(-1)).squeeze(-1)  # [B,T,A]
         q_tot = self.mixer(chosen_q, clean.state[:, :-1],
                            **self.mixer_extra(self.mixer, q[:, :-1], clean.actions, clean.avail[:, :-1])).squeeze(-1)
+        return OnlineValues(clean=clean, q_BTAU=q, q_tot_BT=q_tot)
 
-        next_value = self.next_value(clean, q)
+    @torch.no_grad()
+    def next_value(self, clean: CleanBatch, q_BTAU: torch.Tensor) -> torch.Tensor:
+        """V(t+1) = max_u Q_tot(tau_{t+1}, u; theta^-) with the argmax from the online net (double Q): [B,T]."""
+        target_q = self.agent_q(self.target_agent, clean)
+        best_next = self.greedy_next_actions(q_BTAU, target_q, clean)
+        target_max = target_q[:, 1:].gather(-1, best_next.unsqueeze(-1)).squeeze(-1)  # [B,T,A]
+        extra = self.mixer_extra(self.target_mixer, target_q[:, 1:], best_next, clean.avail[:, 1:])
+        return self.target_mixer(target_max, clean.state[:, 1:], **extra).squeeze(-1)
+
+    def step_weights(self, values: OnlineValues, target_BT: torch.Tensor) -> torch.Tensor:
+        """w_t of (Q_tot - target_t)^2 for the target y or E, [B,T]: ones, eq. (6) weighs every step alike.
+
+        Called without gradient: a weight is a constant of the step, like the target.
+        """
+        return torch.ones_like(target_BT)
+
+    def extra_losses(self, values: OnlineValues, target_BT: torch.Tensor) -> dict[str, torch.Tensor]:
+        """(Q^k - target_t)^2 [B,T] of further estimates Q^k regressed on the same target, by name: none."""
+        return {}
+
+    def term_stats(self, values: OnlineValues, td: TargetLoss) -> dict[str, float]:
+        """Diagnostics of the TD loss's pieces, logged right after ``loss_td``: none (it is one term)."""
+        return {}
+
+    def value_stats(self, values: OnlineValues) -> dict[str, float]:
+        """Diagnostics of further estimates, logged right after ``q_tot``: none."""
+        return {}
+
+    # ----- the update -------------------------------------------------------------------------------------
+
+    def compute_loss(self, batch: EpisodeBatch) -> tuple[torch.Tensor, dict[str, float]]:
+        """L = (1 - lambda) L_td + lambda L_em of one batch (paper eq. 6) and its diagnostics; no optimiser step."""
+        clean = CleanBatch.from_batch(batch)
+        values = self.online_values(clean)
+        next_value = self.next_value(clean, values.q_BTAU)
         y = self.td_target(clean, next_value)
-
         mask = clean.mask
-        td_loss = self.masked_mean((q_tot - y) ** 2, mask)
-        stats = {"loss_td": td_loss.item(), "q_tot": self.masked_mean(q_tot.detach(), mask).item(),
+        td = self.loss_against(values, y, mask)
+        stats = {"loss_td": td.total.item(), **self.term_stats(values, td),
+                 "q_tot": self.masked_mean(values.q_tot_BT.detach(), mask).item(), **self.value_stats(values),
                  "target_y": self.masked_mean(y, mask).item()}
-        lam = self.memory_config.lam
         if self.memory is None:
-            return td_loss, stats
-        with torch.no_grad():
-            e, e_mask = self.episodic_target(clean, y, next_value)
-        # Normalised by all real steps, so miss_rule "zero" gives a missed step no memory loss
-        # instead of up-weighting the steps that hit.
-        em_loss = (((q_tot - e) ** 2) * e_mask).sum() / mask.sum().clamp(min=1.0)
-        stats.update(loss_em=em_loss.item(), target_e=self.masked_mean(e, mask).item(),
-                     memory_hit_rate=float(self._last_hits))
-        if self._answered.any():  # E where the table answered: the paper's E_s curve, without the y of misses
-            stats["target_e_hit"] = self.masked_mean(e, self._answered.float()).item()
-        if lam == 0.0:  # the plain method, bit for bit
-            return td_loss, stats
+            return td.total, stats
+        target = episodic_target(self.memory, self.memory_kind, clean, y, next_value, gamma=self.config.gamma,
+                                 miss_rule=self.memory_config.miss_rule)
+        em = self.loss_against(values, target.e_BT, target.applies_BT)
+        stats.update(loss_em=em.total.item(), target_e=self.masked_mean(target.e_BT, mask).item(),
+                     memory_hit_rate=target.hit_rate)
+        if self.logs_target_e_hit and target.answered_BT.any():
+            # E where the table answered: the paper's E_s curve, without the y of misses
+            stats["target_e_hit"] = self.masked_mean(target.e_BT, target.answered_BT).item()
+        lam = self.memory_config.lam
+        if lam == 0.0:  # the plain method, bit for bit (the table is still read, for its diagnostics)
+            return td.total, stats
         if lam == 1.0:
-            return em_loss, stats
-        return (1.0 - lam) * td_loss + lam * em_loss, stats
+            return em.total, stats
+        return (1.0 - lam) * td.total + lam * em.total, stats
+
+    def loss_against(self, values: OnlineValues, target_BT: torch.Tensor, applies_BT: torch.Tensor) -> TargetLoss:
+        """sum_t applies_t [w_t (Q_tot - target_t)^2 + sum_k (Q^k - target_t)^2] / sum_t m_t: L_td or L_em.
+
+        Divided by the number of real steps m_t whatever ``applies_BT`` holds, so under miss rule "zero"
+        a missed step simply has no memory loss; dividing by the answered steps would up-weight the hits
+        (by 100 at a 1 % hit rate).
+        """
+        n_real = values.clean.mask.sum().clamp(min=1.0)
+        with torch.no_grad():
+            w = self.step_weights(values, target_BT)
+        mixer = (w * (values.q_tot_BT - target_BT) ** 2 * applies_BT).sum() / n_real
+        extras = {name: (sq_BT * applies_BT).sum() / n_real
+                  for name, sq_BT in self.extra_losses(values, target_BT).items()}
+        total = mixer
+        for extra in extras.values():
+            total = total + extra
+        return TargetLoss(total=total, mixer=mixer, extras=extras, weights_BT=w)
 
     def train(self, batch: EpisodeBatch) -> dict[str, float]:
         """One gradient step on ``batch``; returns diagnostics."""

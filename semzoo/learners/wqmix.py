@@ -1,29 +1,50 @@
-"""Weighted QMIX (Rashid et al., NeurIPS 2020) and SEM-WQMIX (paper appendix, eq. EM_WQMIX_loss).
+"""Weighted QMIX (Rashid et al., NeurIPS 2020) and SEM-WQMIX (paper appendix, eq. EM_WQMIX_loss), as hooks of QLearner's loss.
 
     y_t   = r_t + gamma (1 - term_t) Q*^-(s_{t+1}, tau_{t+1}, argmax_u Q_tot(tau_{t+1}, u))   (the QMIX agents' argmax)
     w     = 1 if u_t = u^ or y_t > Q*(s_t, tau_t, u^) else alpha          (CW; u^ = the QMIX agents' greedy joint action)
     w     = 1 if Q_tot(tau_t, u_t) < y_t else alpha                         (OW)
-    L     = (1 - lam) [mean w (Q_tot - y)^2 + mean (Q* - y)^2] + lam [mean w_e (Q_tot - E)^2 + mean (Q* - E)^2]
+    L     = (1 - lam) sum_t m_t  [w (Q_tot - y)^2 + (Q* - y)^2] / sum_t m_t
+          +      lam  sum_t m'_t [w_e (Q_tot - E)^2 + (Q* - E)^2] / sum_t m_t
 
-with w_e the same rule as w with E in place of y. Q* is unrestricted: its own recurrent agents (same
+with w_e the same rule as w with E in place of y, m_t the real steps and m'_t the steps the memory term
+applies to (QLearner.loss_against writes the sums). Q* is unrestricted: its own recurrent agents (same
 architecture as the acting agents) and a feed-forward mixer over the state and every chosen utility.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
 import torch
 
+from semzoo.agents.rnn import MASKED_Q, RNNAgent
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
-from semzoo.learners.q_learner import CleanBatch, QLearner
+from semzoo.episodic.tables import EpisodicMemory
+from semzoo.learners.batch import CleanBatch
+from semzoo.learners.q_learner import OnlineValues, QLearner, TargetLoss
 from semzoo.mixers.base import Mixer
 from semzoo.mixers.central import CentralMixer
-from semzoo.agents.rnn import MASKED_Q, RNNAgent
-from semzoo.types import EpisodeBatch
 
 WEIGHTINGS = ("cw", "ow")
+
+
+@dataclass(frozen=True)
+class CentralValues(OnlineValues):
+    """OnlineValues plus what the weights and the central loss read from Q*."""
+
+    q_star_BT: torch.Tensor
+    """Q*(s_t, tau_t, u_t) of the taken joint actions, [B,T], with gradient."""
+    is_greedy_BT: torch.Tensor
+    """u_t = u^, the QMIX agents' greedy joint action (bool [B,T])."""
+    q_star_greedy_BT: torch.Tensor
+    """Q*(s_t, tau_t, u^), [B,T], without gradient."""
+
+
+def _central(values: OnlineValues) -> CentralValues:
+    assert isinstance(values, CentralValues), "WQMIXLearner hooks read the values of its own online_values"
+    return values
 
 
 class WQMIXLearner(QLearner):
@@ -35,9 +56,13 @@ class WQMIXLearner(QLearner):
     thing for every algorithm.
     """
 
+    # SEM-WQMIX's metrics have never had a target_e_hit column; adding one would change its seeded
+    # runs' metric rows (tests/golden) for a diagnostic only.
+    logs_target_e_hit: ClassVar[bool] = False
+
     def __init__(
         self, *, agent: RNNAgent, mixer: Mixer, config: LearnerConfig, memory_config: MemoryConfig,
-        memory: Any | None = None, memory_kind: str = "none", weighting: Literal["cw", "ow"] = "cw",
+        memory: EpisodicMemory | None = None, memory_kind: str = "none", weighting: Literal["cw", "ow"] = "cw",
         mixer_config: MixerConfig | None = None,
     ) -> None:
         if weighting not in WEIGHTINGS:
@@ -59,8 +84,8 @@ class WQMIXLearner(QLearner):
                                              foreach=True)
 
     @classmethod
-    def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: Any | None = None,
-                    memory_kind: str = "none", **learner_args: Any) -> "WQMIXLearner":
+    def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: EpisodicMemory | None = None,
+                    memory_kind: str = "none", **learner_args: Any) -> WQMIXLearner:
         """As QLearner's, plus the mixer section (alpha and Q*'s size)."""
         return cls(agent=agent, mixer=mixer, config=config.learner, memory_config=config.memory, memory=memory,
                    memory_kind=memory_kind, mixer_config=config.mixer, **learner_args)
@@ -76,13 +101,6 @@ class WQMIXLearner(QLearner):
         chosen = q[:, slots].gather(-1, actions_BTA.unsqueeze(-1)).squeeze(-1)
         return mixer(chosen, clean.state[:, slots]).squeeze(-1)
 
-    @torch.no_grad()
-    def next_value(self, clean: CleanBatch, q_BTAU: torch.Tensor) -> torch.Tensor:
-        """Q*^-(s_{t+1}, tau_{t+1}, u') with u' the QMIX agents' greedy joint action (online with double Q): [B,T]."""
-        target_q = q_BTAU if self.config.double_q else self.agent_q(self.target_agent, clean)
-        best_next = self.greedy_next_actions(q_BTAU, target_q, clean)
-        return self.central_q(clean, best_next, slots=slice(1, None), target=True)
-
     def weights(self, target_BT: torch.Tensor, q_tot_BT: torch.Tensor, is_greedy_BT: torch.Tensor,
                 q_star_greedy_BT: torch.Tensor) -> torch.Tensor:
         """w (or w_e, given E as the target): 1 on joint actions believed optimal, alpha elsewhere. [B,T]"""
@@ -92,49 +110,48 @@ class WQMIXLearner(QLearner):
             full = q_tot_BT < target_BT
         return torch.where(full, torch.ones_like(target_BT), torch.full_like(target_BT, self.alpha))
 
-    # ----- the update --------------------------------------------------------------------------------------
+    # ----- QLearner's hooks --------------------------------------------------------------------------------
 
-    def compute_loss(self, batch: EpisodeBatch) -> tuple[torch.Tensor, dict[str, float]]:
-        """The weighted QMIX loss plus the central Q* loss (and their episodic counterparts)."""
-        clean = CleanBatch.from_batch(batch)
-        q = self.agent_q(self.agent, clean)  # [B,T+1,A,U]
-        chosen_q = q[:, :-1].gather(-1, clean.actions.unsqueeze(-1)).squeeze(-1)
-        q_tot = self.mixer(chosen_q, clean.state[:, :-1],
-                           **self.mixer_extra(self.mixer, q[:, :-1], clean.actions, clean.avail[:, :-1])).squeeze(-1)
+    def online_values(self, clean: CleanBatch) -> CentralValues:
+        """QLearner's values plus Q* of the taken and of the greedy joint actions (one central forward pass)."""
+        values = super().online_values(clean)
         central_agent_q = self.agent_q(self.central_agent, clean)
         q_star = self.central_q(clean, clean.actions, slots=slice(None, -1), central_agent_q=central_agent_q)
-
-        next_value = self.next_value(clean, q)
-        y = self.td_target(clean, next_value)
-
         with torch.no_grad():
-            greedy = q[:, :-1].masked_fill(~clean.avail[:, :-1], MASKED_Q).argmax(dim=-1)  # u^ [B,T,A]
-            is_greedy = (greedy == clean.actions).all(dim=-1)
+            greedy = values.q_BTAU[:, :-1].masked_fill(~clean.avail[:, :-1], MASKED_Q).argmax(dim=-1)  # u^ [B,T,A]
             q_star_greedy = self.central_q(clean, greedy, slots=slice(None, -1), central_agent_q=central_agent_q)
-            q_tot_fixed = q_tot.detach()
-            w = self.weights(y, q_tot_fixed, is_greedy, q_star_greedy)
+        return CentralValues(clean=clean, q_BTAU=values.q_BTAU, q_tot_BT=values.q_tot_BT, q_star_BT=q_star,
+                             is_greedy_BT=(greedy == clean.actions).all(dim=-1), q_star_greedy_BT=q_star_greedy)
 
-        mask = clean.mask
-        qmix_loss = self.masked_mean(w * (q_tot - y) ** 2, mask)
-        central_loss = self.masked_mean((q_star - y) ** 2, mask)
-        td_loss = qmix_loss + central_loss
-        stats = {"loss_td": td_loss.item(), "loss_qmix": qmix_loss.item(), "loss_central": central_loss.item(),
-                 "wqmix_weight": self.masked_mean(w, mask).item(), "q_tot": self.masked_mean(q_tot_fixed, mask).item(),
-                 "q_star": self.masked_mean(q_star.detach(), mask).item(), "target_y": self.masked_mean(y, mask).item()}
-        if self.memory is None:
-            return td_loss, stats
-        with torch.no_grad():
-            e, e_mask = self.episodic_target(clean, y, next_value)  # a miss falls back to Q*^-(s', u'): E = y
-            w_e = self.weights(e, q_tot_fixed, is_greedy, q_star_greedy)
-        em_loss = self.masked_mean(w_e * (q_tot - e) ** 2, e_mask) + self.masked_mean((q_star - e) ** 2, e_mask)
-        stats.update(loss_em=em_loss.item(), target_e=self.masked_mean(e, mask).item(),
-                     memory_hit_rate=float(self._last_hits))
-        lam = self.memory_config.lam
-        if lam == 0.0:  # plain WQMIX, bit for bit
-            return td_loss, stats
-        if lam == 1.0:
-            return em_loss, stats
-        return (1.0 - lam) * td_loss + lam * em_loss, stats
+    @torch.no_grad()
+    def next_value(self, clean: CleanBatch, q_BTAU: torch.Tensor) -> torch.Tensor:
+        """Q*^-(s_{t+1}, tau_{t+1}, u') with u' the QMIX agents' greedy joint action (online with double Q): [B,T].
+
+        A memory miss falls back to it too: E = y.
+        """
+        target_q = q_BTAU if self.config.double_q else self.agent_q(self.target_agent, clean)
+        best_next = self.greedy_next_actions(q_BTAU, target_q, clean)
+        return self.central_q(clean, best_next, slots=slice(1, None), target=True)
+
+    def step_weights(self, values: OnlineValues, target_BT: torch.Tensor) -> torch.Tensor:
+        """w against y, w_e against E: [B,T]."""
+        central = _central(values)
+        return self.weights(target_BT, central.q_tot_BT.detach(), central.is_greedy_BT, central.q_star_greedy_BT)
+
+    def extra_losses(self, values: OnlineValues, target_BT: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The central loss (Q* - target)^2, unweighted: [B,T]."""
+        return {"central": (_central(values).q_star_BT - target_BT) ** 2}
+
+    def term_stats(self, values: OnlineValues, td: TargetLoss) -> dict[str, float]:
+        """loss_td = loss_qmix + loss_central, and the mean weight w over real steps."""
+        return {"loss_qmix": td.mixer.item(), "loss_central": td.extras["central"].item(),
+                "wqmix_weight": self.masked_mean(td.weights_BT, values.clean.mask).item()}
+
+    def value_stats(self, values: OnlineValues) -> dict[str, float]:
+        """Mean Q*(s_t, tau_t, u_t) over real steps."""
+        return {"q_star": self.masked_mean(_central(values).q_star_BT.detach(), values.clean.mask).item()}
+
+    # ----- targets and checkpoints ---------------------------------------------------------------------------
 
     def update_target(self) -> None:
         """theta^- <- theta for the QMIX and the central networks."""
@@ -160,4 +177,4 @@ class WQMIXLearner(QLearner):
         self.target_central_mixer.load_state_dict(state["target_central_mixer"])
 
 
-__all__ = ["WQMIXLearner", "WEIGHTINGS"]
+__all__ = ["WEIGHTINGS", "CentralValues", "WQMIXLearner"]

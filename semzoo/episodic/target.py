@@ -1,0 +1,79 @@
+"""The episodic target E of a sampled batch, read from the SEM or SAEM table (paper eq. 4, 6, 7).
+
+    SEM:  E_t = r_t + gamma (1 - term_t) Q^S(phi(s_{t+1}))      (eq. 7; E_t = r_t after a real end)
+    SAEM: E_t = Q^SA(phi(s_t), u_t)                              (eq. 4)
+
+On a table miss E_t = y_t: the paper puts max_u Q_tot(tau_{t+1}, u; theta^-), the learner's bootstrap
+value, in place of Q^S(s_{t+1}). The miss rule says where the memory term of eq. (6) applies: every
+real step ("target", the paper) or only the steps the table answered ("zero", EMC).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from semzoo.episodic.tables import EpisodicMemory
+from semzoo.learners.batch import CleanBatch
+
+MISS_RULES = ("target", "zero")
+
+
+@dataclass(frozen=True)
+class EpisodicTarget:
+    """E of every step of a batch, the steps the memory term applies to, and how often the table answered.
+
+    All tensors are [B,T]; on padding ``applies_BT`` and ``answered_BT`` are 0 and ``e_BT`` is meaningless.
+    """
+
+    e_BT: torch.Tensor
+    """E_t (float)."""
+    applies_BT: torch.Tensor
+    """m'_t (float 0/1): every real step for miss rule "target", the answered steps for "zero"."""
+    answered_BT: torch.Tensor
+    """float 0/1: real steps whose E came from the table, SEM's real ends included (E = r needs no table)."""
+    hit_rate: float
+    """Hits / queries of this batch (SEM queries real non-terminal steps, SAEM every real step); 0 if none."""
+
+
+@torch.no_grad()
+def episodic_target(memory: EpisodicMemory, kind: str, clean: CleanBatch, y_BT: torch.Tensor,
+                    next_value_BT: torch.Tensor, *, gamma: float, miss_rule: str) -> EpisodicTarget:
+    """E for every step of ``clean`` (one batched table query), a constant target like y.
+
+    ``y_BT`` and ``next_value_BT`` ([B,T]) are the learner's TD target and bootstrap value V(t+1),
+    with y_t = r_t + gamma (1 - term_t) V(t+1): a SEM miss bootstraps from V, a SAEM miss takes y.
+    """
+    if miss_rule not in MISS_RULES:
+        raise ValueError(f"miss_rule={miss_rule!r}: expected 'target' (paper) or 'zero' (EMC)")
+    real = clean.mask.bool()
+    if kind == "sem":
+        # Only real, non-terminal steps read the table: a read counts as an access for LFU eviction,
+        # so reading padding or the slot after a real end would keep junk entries alive.
+        query = real & (clean.terminated == 0)
+        values, hits = memory.query(clean.state[:, 1:][query].cpu().numpy())
+        hit = _scatter(hits, query, y_BT).bool()
+        e = clean.bootstrapped(torch.where(hit, _scatter(values, query, y_BT), next_value_BT), gamma)
+        hit = hit | (clean.terminated > 0)
+    elif kind == "saem":
+        values, hits = memory.query(clean.state[:, :-1][real].cpu().numpy(), clean.actions[real].cpu().numpy())
+        hit = _scatter(hits, real, y_BT).bool()
+        e = torch.where(hit, _scatter(values, real, y_BT), y_BT)
+    else:
+        raise ValueError(f"memory kind {kind!r} has no episodic target; expected 'sem' or 'saem'")
+    answered = real & hit
+    applies = real if miss_rule == "target" else answered
+    return EpisodicTarget(e_BT=e, applies_BT=applies.float(), answered_BT=answered.float(),
+                          hit_rate=float(np.mean(hits)) if len(hits) else 0.0)
+
+
+def _scatter(values: np.ndarray, where_BT: torch.Tensor, like_BT: torch.Tensor) -> torch.Tensor:
+    """values [K] of the K steps in ``where_BT`` into a [B,T] tensor like ``like_BT``, 0 elsewhere."""
+    out = torch.zeros_like(like_BT)
+    out[where_BT] = torch.as_tensor(np.asarray(values, np.float32), device=like_BT.device).to(like_BT.dtype)
+    return out
+
+
+__all__ = ["MISS_RULES", "EpisodicTarget", "episodic_target"]
