@@ -19,6 +19,7 @@ Decisions (see docs/design.md):
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import gymnasium
@@ -44,6 +45,92 @@ def _episode_limit_of(env: ParallelEnv) -> int | None:
             if isinstance(value, (int, np.integer)) and value > 0:
                 return int(value)
     return None
+
+
+def _obs_size(space: spaces.Space) -> int:
+    if isinstance(space, spaces.Dict):
+        if OBSERVATION_KEY not in space.spaces:
+            raise TypeError(f"dict observation space {space} has no {OBSERVATION_KEY!r} entry")
+        space = space[OBSERVATION_KEY]
+    if space.shape is None:
+        raise TypeError(f"observation space {space} has no fixed shape")
+    return int(np.prod(space.shape))
+
+
+@dataclass(frozen=True)
+class AgentLayout:
+    """How the agents of a ParallelEnv map onto a fixed agent axis: order, padded sizes and the no-op.
+
+    The one place that turns a PettingZoo observation dict into the padded arrays the agent
+    network sees, shared by training (``CTDEEnv``) and acting (``semzoo.Policy``).
+    """
+
+    agent_names: tuple[str, ...]
+    """``possible_agents`` in order: agent i is row i of every array."""
+    obs_sizes: tuple[int, ...]
+    act_sizes: tuple[int, ...]
+    noop_action: int = 0
+    """The one action available to an agent that left (dead)."""
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.noop_action < self.n_actions:
+            raise ValueError(f"noop_action={self.noop_action}: expected an action id in [0, {self.n_actions})")
+
+    @classmethod
+    def of_env(cls, env: ParallelEnv, *, noop_action: int = 0) -> "AgentLayout":
+        """The layout of ``env``'s ``possible_agents``; TypeError for non-Discrete actions or shapeless observations."""
+        names = tuple(env.possible_agents)
+        act_sizes = []
+        for agent in names:
+            space = env.action_space(agent)
+            if not isinstance(space, spaces.Discrete):
+                raise TypeError(f"agent {agent!r} has action space {space}: semzoo's agents need Discrete actions")
+            act_sizes.append(int(space.n))
+        obs_sizes = tuple(_obs_size(env.observation_space(a)) for a in names)
+        return cls(agent_names=names, obs_sizes=obs_sizes, act_sizes=tuple(act_sizes), noop_action=noop_action)
+
+    @property
+    def n_agents(self) -> int:
+        return len(self.agent_names)
+
+    @property
+    def obs_dim(self) -> int:
+        return max(self.obs_sizes)
+
+    @property
+    def n_actions(self) -> int:
+        return max(self.act_sizes)
+
+    def pad(self, observations: dict[str, Any],
+            action_masks: dict[str, Any] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Observation dict of the agents present -> (obs float32 [A,O], avail bool [A,U], alive bool [A]).
+
+        An agent's observation is an array or a dict with ``observation`` and ``action_mask``;
+        ``action_masks`` gives masks for agents whose observation carries none (else all its
+        actions are available). Absent agents are padded: zero observation, only the no-op available.
+        """
+        n, u = self.n_agents, self.n_actions
+        obs_AO = np.zeros((n, self.obs_dim), np.float32)
+        avail_AU = np.zeros((n, u), bool)
+        alive_A = np.zeros(n, bool)
+        for i, agent in enumerate(self.agent_names):
+            if agent not in observations:
+                avail_AU[i, self.noop_action] = True
+                continue
+            alive_A[i] = True
+            agent_obs = observations[agent]
+            mask = action_masks.get(agent) if action_masks else None
+            if isinstance(agent_obs, dict):
+                mask = agent_obs[ACTION_MASK_KEY]
+                agent_obs = agent_obs[OBSERVATION_KEY]
+            if mask is not None:
+                mask = np.asarray(mask).reshape(-1).astype(bool)
+                avail_AU[i, : mask.size] = mask
+            else:
+                avail_AU[i, : self.act_sizes[i]] = True
+            flat = np.asarray(agent_obs, np.float32).reshape(-1)
+            obs_AO[i, : flat.size] = flat
+        return obs_AO, avail_AU, alive_A
 
 
 class CTDEEnv(gymnasium.Env):
@@ -72,22 +159,14 @@ class CTDEEnv(gymnasium.Env):
         if reward_reduction not in ("mean", "sum"):
             raise ValueError(f"reward_reduction={reward_reduction!r}: expected 'mean' or 'sum'")
         self.env = env
-        self.agent_names: list[str] = list(env.possible_agents)
-        self.n_agents = len(self.agent_names)
-        self._obs_sizes = [self._obs_size(env.observation_space(a)) for a in self.agent_names]
-        self._act_sizes = []
-        for agent in self.agent_names:
-            space = env.action_space(agent)
-            if not isinstance(space, spaces.Discrete):
-                raise TypeError(f"agent {agent!r} has action space {space}: semzoo's agents need Discrete actions")
-            self._act_sizes.append(int(space.n))
-        self.obs_dim = max(self._obs_sizes)
-        self.n_actions = max(self._act_sizes)
+        self.layout = AgentLayout.of_env(env, noop_action=noop_action)
+        self.agent_names: list[str] = list(self.layout.agent_names)
+        self.n_agents = self.layout.n_agents
+        self.obs_dim = self.layout.obs_dim
+        self.n_actions = self.layout.n_actions
+        self.noop_action = noop_action
         state_space = getattr(env, "state_space", None)
         self.state_dim = int(np.prod(state_space.shape)) if state_space is not None else int(np.size(env.state()))
-        if not 0 <= noop_action < self.n_actions:
-            raise ValueError(f"noop_action={noop_action}: expected an action id in [0, {self.n_actions})")
-        self.noop_action = noop_action
         self.reward_reduction = reward_reduction
         own_limit = _episode_limit_of(env)
         self.episode_limit = int(episode_limit or own_limit or DEFAULT_EPISODE_LIMIT)
@@ -106,37 +185,10 @@ class CTDEEnv(gymnasium.Env):
         self._done = True
         self._last: dict[str, np.ndarray] | None = None
 
-    @staticmethod
-    def _obs_size(space: spaces.Space) -> int:
-        if isinstance(space, spaces.Dict):
-            if OBSERVATION_KEY not in space.spaces:
-                raise TypeError(f"dict observation space {space} has no {OBSERVATION_KEY!r} entry")
-            space = space[OBSERVATION_KEY]
-        if space.shape is None:
-            raise TypeError(f"observation space {space} has no fixed shape")
-        return int(np.prod(space.shape))
-
     def _arrays(self, obs: dict[str, Any]) -> dict[str, np.ndarray]:
-        n, u = self.n_agents, self.n_actions
-        obs_AO = np.zeros((n, self.obs_dim), np.float32)
-        avail_AU = np.zeros((n, u), np.int8)
-        alive_A = np.zeros(n, np.int8)
-        for i, agent in enumerate(self.agent_names):
-            if agent not in obs:
-                avail_AU[i, self.noop_action] = 1
-                continue
-            alive_A[i] = 1
-            agent_obs = obs[agent]
-            if isinstance(agent_obs, dict):
-                mask = np.asarray(agent_obs[ACTION_MASK_KEY], np.int8).reshape(-1)
-                avail_AU[i, : mask.size] = mask
-                agent_obs = agent_obs[OBSERVATION_KEY]
-            else:
-                avail_AU[i, : self._act_sizes[i]] = 1
-            flat = np.asarray(agent_obs, np.float32).reshape(-1)
-            obs_AO[i, : flat.size] = flat
+        obs_AO, avail_AU, alive_A = self.layout.pad(obs)
         state = np.asarray(self.env.state(), np.float32).reshape(-1)
-        return {"obs": obs_AO, "state": state, "avail": avail_AU, "alive": alive_A}
+        return {"obs": obs_AO, "state": state, "avail": avail_AU.astype(np.int8), "alive": alive_A.astype(np.int8)}
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
