@@ -1,1 +1,1 @@
-"""Episodic memory: SEM and SAEM tables, and their storage cost."""
+"""Episodic memory: SEM and SAEM tables, the episodic target E with the steps it applies to, and the storage cost."""
