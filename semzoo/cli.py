@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-import time
 import typing
 import warnings
 from collections import Counter

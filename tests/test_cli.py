@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from config_values import non_default_value
 from typer.testing import CliRunner
 
-from config_values import non_default_value
 from semzoo.cli import app
 from semzoo.config import MemoryConfig, TrainConfig, config_fields
 from semzoo.run.rundir import read_metrics

@@ -7,10 +7,20 @@ import math
 import re
 
 import pytest
-
 from config_values import non_default_value
-from semzoo.config import (RANGE, SECTIONS, AgentConfig, ExplorationConfig, LearnerConfig, MemoryConfig,
-                           MixerConfig, TrainConfig, config_fields, field_docs)
+
+from semzoo.config import (
+    RANGE,
+    SECTIONS,
+    AgentConfig,
+    ExplorationConfig,
+    LearnerConfig,
+    MemoryConfig,
+    MixerConfig,
+    TrainConfig,
+    config_fields,
+    field_docs,
+)
 
 FIELDS = config_fields()
 NUMERIC = [f for f in FIELDS if f.type in (int, float) or f.type == int | None]
@@ -30,8 +40,9 @@ def test_default_config_is_the_readmes_main_job():
 
 
 def test_sections_are_the_dataclass_fields_of_train_config():
-    assert SECTIONS == {"agent": AgentConfig, "mixer": MixerConfig, "memory": MemoryConfig, "learner": LearnerConfig,
-                        "exploration": ExplorationConfig}
+    expected = {"agent": AgentConfig, "mixer": MixerConfig, "memory": MemoryConfig, "learner": LearnerConfig,
+                "exploration": ExplorationConfig}
+    assert expected == SECTIONS
 
 
 def test_every_field_has_a_docstring_and_every_numeric_field_a_range():

@@ -7,14 +7,14 @@ import os
 from pathlib import Path
 
 import pytest
+from config_values import non_default_value
 from typer.testing import CliRunner
 
-from config_values import non_default_value
 from semzoo.cli import app
 from semzoo.config import TrainConfig, config_fields
 from semzoo.run.evaluation import SEED_STRIDE, TEST_SEED_OFFSET
-from semzoo.run.sweep import GRID_KEYS, apply_overrides, plan_trials, run_trial
 from semzoo.run.rundir import TIMING_METRICS, read_metrics, run_finished
+from semzoo.run.sweep import GRID_KEYS, apply_overrides, plan_trials, run_trial
 
 ENVS = ["matrix:climbing", "matrix:penalty"]
 FLAKY_ENVS = ["pz:flaky_env:climbing", "pz:flaky_env:penalty"]
@@ -42,7 +42,7 @@ def comparable_rows(run_dir):
 def test_overrides_reach_nested_config_fields():
     data = apply_overrides({"test_interval": 1, "learner": {"batch_size": 32}}, {"learner.batch_size": 8})
     assert data == {"test_interval": 1, "learner": {"batch_size": 8}}
-    with pytest.raises(ValueError, match="learner.nope"):
+    with pytest.raises(ValueError, match=r"learner\.nope"):
         apply_overrides({"learner": {"batch_size": 32}}, {"learner.nope": 1})
 
 
