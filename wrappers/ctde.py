@@ -80,13 +80,13 @@ class AgentLayout:
     def of_env(cls, env: ParallelEnv, *, noop_action: int = 0) -> "AgentLayout":
         """The layout of ``env``'s ``possible_agents``; TypeError for non-Discrete actions or shapeless observations."""
         names = tuple(env.possible_agents)
+        obs_sizes = tuple(_obs_size(env.observation_space(a)) for a in names)
         act_sizes = []
         for agent in names:
             space = env.action_space(agent)
             if not isinstance(space, spaces.Discrete):
                 raise TypeError(f"agent {agent!r} has action space {space}: semzoo's agents need Discrete actions")
             act_sizes.append(int(space.n))
-        obs_sizes = tuple(_obs_size(env.observation_space(a)) for a in names)
         return cls(agent_names=names, obs_sizes=obs_sizes, act_sizes=tuple(act_sizes), noop_action=noop_action)
 
     @property
