@@ -246,7 +246,7 @@ def check_run_env_args(env_args: dict[str, Any]) -> None:
 
 def _check_options(enemy_shoots: Any, attack_mode: Any) -> None:
     if not isinstance(enemy_shoots, bool):
-        raise ValueError(f"enemy_shoots={enemy_shoots!r}: expected true or false; pass enemy_shoots=false to make "
+        raise TypeError(f"enemy_shoots={enemy_shoots!r}: expected true or false; pass enemy_shoots=false to make "
                          "the enemy passive")
     if attack_mode not in ATTACK_MODES:
         raise ValueError(f"attack_mode={attack_mode!r}: expected one of {', '.join(ATTACK_MODES)}")

@@ -67,7 +67,8 @@ def start(*args: str) -> subprocess.Popen:
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(cli(*args), env=child_env(), capture_output=True, text=True, timeout=START_TIMEOUT_S)
+    return subprocess.run(cli(*args), env=child_env(), capture_output=True, text=True, timeout=START_TIMEOUT_S,
+                          check=False)
 
 
 def wait_until_writing(proc: subprocess.Popen, run_dir: Path) -> None:
@@ -230,11 +231,11 @@ def test_sweep_refuses_a_smax_env_arg_that_a_run_owns(tmp_path, no_ray):
 @pytest.mark.ray
 def test_sweep_address_auto_without_a_cluster_is_one_line(tmp_path, monkeypatch):
     pytest.importorskip("ray")
-    import ray._private.services as services
+    from ray._private import services
 
     # Other test processes on this machine may run a local Ray, which 'auto' would join: hide them.
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
-    monkeypatch.setattr(services, "find_gcs_addresses", functools.lru_cache(lambda: []))  # Ray clears its cache
+    monkeypatch.setattr(services, "find_gcs_addresses", functools.lru_cache(list))  # Ray clears its cache
     monkeypatch.setattr(services, "find_bootstrap_address", lambda temp_dir: None)
     result = sweep(tmp_path, "matrix:climbing", "--address", "auto")
     assert_one_line_error(result, DOMAIN_ERROR, "cannot connect to a Ray cluster at --address 'auto'",
