@@ -154,8 +154,9 @@ def make_vec_env(config: TrainConfig) -> VecCTDEEnv:
     """The ``config.n_envs`` environments of a run, as a ``VecCTDEEnv`` (SMAX: one jitted, vmapped batch)."""
     kind, _, name = config.env.partition(":")
     if kind == "smax":
-        from semzoo.envs.smax import SMAXVecEnv
+        from semzoo.envs.smax import SMAXVecEnv, check_run_env_args
 
+        check_run_env_args(config.env_args)  # seed and episode_limit come from the run's own config
         return SMAXVecEnv(name, n_envs=config.n_envs, episode_limit=config.episode_limit, **config.env_args)
     from semzoo.wrappers.ctde import CTDEVecEnv
 

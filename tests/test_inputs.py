@@ -249,3 +249,12 @@ def test_sweep_address_auto_without_a_cluster_is_one_line(tmp_path, monkeypatch)
 @pytest.mark.parametrize("device", ["tpu", "cuda:banana"])
 def test_evaluate_with_a_bad_device_is_a_usage_error(tmp_path, device):
     assert_one_line_error(invoke("evaluate", str(tmp_path), "--device", device), USAGE_ERROR, f"device {device!r}")
+
+
+def test_a_smax_run_from_python_refuses_the_env_args_it_sets_itself():
+    pytest.importorskip("jaxmarl")
+    from semzoo import TrainConfig, Trainer
+
+    for key, flag in (("episode_limit", "--episode-limit"), ("seed", "--seed")):
+        with pytest.raises(ValueError, match=f"--env-arg {key}=50.*use {flag}"):
+            Trainer(TrainConfig(env="smax:3m", env_args={key: 50}, n_envs=1, device="cpu"))

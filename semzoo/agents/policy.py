@@ -212,15 +212,9 @@ def load_policy(run_dir: str | Path, *, device: str = "cpu", epsilon: float = 0.
     ``seed`` seeds exploration (default: the run's seed).
     """
     from semzoo.envs.registry import make_env
-    from semzoo.run.checkpoint import CheckpointError, CheckpointManager
-    from semzoo.run.rundir import check_checkpoint_matches, load_run_config
+    from semzoo.run.rundir import load_trained
 
-    config = load_run_config(run_dir)
-    found = CheckpointManager(run_dir).load_latest()
-    if found is None:
-        raise CheckpointError(f"{run_dir} has no checkpoint to load a policy from: train it first")
-    path, payload = found
-    check_checkpoint_matches(payload, config, path)
+    config, payload = load_trained(run_dir, purpose="to load a policy from")
     env = make_env(config.env, **config.env_args)
     try:
         layout = AgentLayout.of_env(env)

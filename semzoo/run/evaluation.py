@@ -11,8 +11,7 @@ import numpy as np
 import torch
 
 from semzoo.config import TrainConfig
-from semzoo.run.checkpoint import CheckpointError, CheckpointManager
-from semzoo.run.rundir import check_checkpoint_matches, load_run_config
+from semzoo.run.rundir import load_trained
 from semzoo.run.runner import EpisodeRunner
 
 TEST_SEED_OFFSET = 1_000_000_007
@@ -68,16 +67,9 @@ def evaluate_run(run_dir: str | Path, *, episodes: int | None = None, seed: int 
     from semzoo.envs.registry import make_vec_env
     from semzoo.run.device import resolve_device
 
-    run_dir = Path(run_dir)
-    config = load_run_config(run_dir)
+    config, payload = load_trained(run_dir, purpose="to evaluate")
     if device is not None:
         config = dataclasses.replace(config, device=device)
-    found = CheckpointManager(run_dir).load_latest()
-    if found is None:
-        raise CheckpointError(f"{run_dir} has no checkpoint to evaluate: train it first (checkpoints are written "
-                              "every --save-interval env steps and at the end)")
-    path, payload = found
-    check_checkpoint_matches(payload, config, path)
     torch_device = resolve_device(config.device)
     env = make_vec_env(config)
     try:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from semzoo.config import TrainConfig
-from semzoo.run.checkpoint import CheckpointError
+from semzoo.run.checkpoint import CheckpointError, CheckpointManager
 
 METRIC_FIELDS = ("env_steps", "episodes", "updates", "wall_time", "name", "value")
 CONFIG_FILE = "config.json"
@@ -157,6 +157,21 @@ def check_checkpoint_matches(payload: dict[str, Any], config: TrainConfig, where
     if differ:
         raise CheckpointError(f"checkpoint {where} was written with other values of {differ} than {CONFIG_FILE} holds: "
                               "restore the run's config.json or start a new run")
+
+
+def load_trained(run_dir: str | Path, *, purpose: str) -> tuple[TrainConfig, dict[str, Any]]:
+    """(config, payload of the last valid checkpoint) of a run, checked to belong together.
+
+    ``purpose`` completes the error for a run without checkpoints ("to evaluate", "to load a policy from").
+    """
+    config = load_run_config(run_dir)
+    found = CheckpointManager(Path(run_dir)).load_latest()
+    if found is None:
+        raise CheckpointError(f"{run_dir} has no checkpoint {purpose}: train it first (checkpoints are written "
+                              "every --save-interval env steps and at the end)")
+    path, payload = found
+    check_checkpoint_matches(payload, config, path)
+    return config, payload
 
 
 def run_finished(run_dir: str | Path, steps: int | None = None) -> bool:

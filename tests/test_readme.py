@@ -1,0 +1,56 @@
+"""The README's examples run as written: every bash line that calls `semzoo` and every python block.
+
+Blocks preceded by ``<!-- readme-test: skip, <reason> -->`` are not run (the set-up commands, the test
+suite itself, a cluster sweep); every other bash line must start with ``semzoo``. The commands run in
+order in one empty folder, so later examples (resume, evaluate, plot) read the runs earlier ones wrote.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCK = re.compile(r"(?P<skip><!-- readme-test: skip, [^>]+ -->\n)?```(?P<lang>bash|python)\n(?P<body>.*?)```", re.S)
+COMMAND_TIMEOUT_S = 600
+
+
+def readme_examples() -> list[tuple[str, str]]:
+    """("bash", one command line) and ("python", one block), in README order, skipped blocks left out."""
+    examples = []
+    for block in BLOCK.finditer(README.read_text()):
+        if block["skip"]:
+            continue
+        if block["lang"] == "python":
+            examples.append(("python", block["body"]))
+            continue
+        for line in block["body"].splitlines():
+            if line.strip():
+                examples.append(("bash", line))
+    return examples
+
+
+def test_the_readme_has_examples_of_every_command():
+    commands = {shlex.split(line, comments=True)[1] for kind, line in readme_examples() if kind == "bash"}
+    assert {"train", "evaluate", "sweep", "plot", "table", "algos", "envs", "memory-cost"} <= commands
+
+
+def test_every_readme_example_runs_as_written(tmp_path):
+    pytest.importorskip("jaxmarl")
+    pytest.importorskip("mpe2")
+    pytest.importorskip("ray")
+    pytest.importorskip("matplotlib")
+    for kind, text in readme_examples():
+        if kind == "python":
+            command = [sys.executable, "-c", text]
+        else:
+            argv = shlex.split(text, comments=True)
+            assert argv[0] == "semzoo", f"README bash line {text!r} does not call semzoo: mark its block as skipped"
+            command = [sys.executable, "-m", "semzoo.cli", *argv[1:]]
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+        assert done.returncode == 0, f"README example failed ({kind}):\n{text}\n--- stderr ---\n{done.stderr[-3000:]}"
