@@ -2,19 +2,21 @@
 #   make demo   installs semzoo into .venv and trains the default job (`semzoo train`, no flags): SEM-QMIX on SMAX 3m
 #               for 100k env steps (about 3 minutes on 2 cores)
 #   make test   installs semzoo into .venv and runs the test suite
+#   make lint   ruff and mypy (CI runs it before the tests)
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= test,mpe,smax,ray,tensorboard,plot
+EXTRAS ?= test,lint,mpe,smax,ray,tensorboard,plot
 
-.PHONY: install demo test test-long bench
+.PHONY: install demo test test-long lint bench
 
 $(BIN)/semzoo: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, pinned to the local CPU build: a bare range would pull CUDA wheels
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	# PYTHONWARNINGS quiets setuptools' editable-install banner (printed by the build backend, not an error)
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
 	touch $(BIN)/semzoo
 
 install: $(BIN)/semzoo
@@ -24,6 +26,10 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -n 2 -q
+
+lint: install
+	$(BIN)/ruff check semzoo envs wrappers tests scripts
+	$(BIN)/mypy
 
 test-long: install
 	$(BIN)/python -m pytest -n 2 -q -m long

@@ -103,7 +103,7 @@ class MatrixGameEnv(ParallelEnv):
     table of state 2A, ``payoff[1]`` of 2B), ``episode_limit``, ``optimal_return``, ``n_actions``.
     """
 
-    metadata = {"render_modes": ["human"], "name": "matrix_game_v0", "is_parallelizable": True}
+    metadata: dict[str, Any] = {"render_modes": ["human"], "name": "matrix_game_v0", "is_parallelizable": True}
 
     def __init__(
         self,
@@ -141,7 +141,7 @@ class MatrixGameEnv(ParallelEnv):
         if game == "two_step":
             self.n_actions: tuple[int, ...] = self.payoff.shape[1:]
             self.optimal_return = TWO_STEP_FIRST_REWARD + float(self.payoff.max())
-            self.state_names = TWO_STEP_STATES
+            self.state_names: tuple[str, ...] = TWO_STEP_STATES
         else:
             self.n_actions = self.payoff.shape
             self.optimal_return = float(self.payoff.max())
@@ -161,7 +161,7 @@ class MatrixGameEnv(ParallelEnv):
             )
             for agent, n in zip(self.possible_agents, self.n_actions)
         }
-        self.action_spaces = {
+        self.action_spaces: dict[str, gymnasium.spaces.Discrete] = {
             agent: gymnasium.spaces.Discrete(n) for agent, n in zip(self.possible_agents, self.n_actions)
         }
         self._state_index: int | None = None
@@ -244,6 +244,7 @@ class MatrixGameEnv(ParallelEnv):
                     f"expected an int in [0, {self.action_spaces[agent].n}); pass a legal action"
                 )
         joint = tuple(int(actions[agent]) for agent in self.possible_agents)
+        assert self._state_index is not None  # set by reset(); self.agents is empty before it
 
         if self.game == "two_step" and self.state_names[self._state_index] == "1":
             reward = TWO_STEP_FIRST_REWARD

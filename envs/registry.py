@@ -139,11 +139,11 @@ def check_env(env: Any, env_id: str) -> ParallelEnv:
         raise ValueError(f"env id {env_id!r}: the env has no state(); {STATE_HOWTO}")
     try:
         env.state()
-    except Exception:  # noqa: BLE001 - many envs can only give the state after reset(); try that once
+    except Exception:
         try:
             env.reset()
             env.state()
-        except Exception as err:  # noqa: BLE001 - any failure here is the env's: report it in one line
+        except Exception as err:
             reason = (str(err).splitlines() or [""])[0]
             raise ValueError(f"env id {env_id!r}: state() fails even after reset() ({type(err).__name__}: "
                              f"{reason}); {STATE_HOWTO}") from None

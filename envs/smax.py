@@ -35,7 +35,6 @@ from semzoo.types import CTDEArrays
 from semzoo.wrappers.smac import SMACParallelEnv, agent_names_for
 
 
-
 @contextlib.contextmanager
 def _quiet_stdout() -> Iterator[None]:
     """Silence file descriptor 1 for a block: JaxMARL prints "Importing submoduled environments..." on
@@ -533,4 +532,4 @@ def parallel_env(
     )
 
 
-__all__ = ["SMAXEnv", "SMAXVecEnv", "available_maps", "check_run_env_args", "parallel_env", "agent_names_for"]
+__all__ = ["SMAXEnv", "SMAXVecEnv", "agent_names_for", "available_maps", "check_run_env_args", "parallel_env"]

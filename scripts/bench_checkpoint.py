@@ -14,8 +14,8 @@ import time
 
 import torch
 
-from semzoo.run.checkpoint import CheckpointManager
 from semzoo.config import TrainConfig
+from semzoo.run.checkpoint import CheckpointManager
 from semzoo.run.trainer import Trainer
 
 BYTES_PER_MB = 1e6

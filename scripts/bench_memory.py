@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -181,7 +181,7 @@ def main() -> None:
     print(f"{'lookup 3840 keys, cKDTree + allclose loop (ms)':58s} {ref_ms:10.1f} {ref_min_ms:10.1f}")
     print(f"{'  speedup (reference / SEM table)':58s} {speedup:10.0f}x {ref_min_ms / lookup_min_ms:9.0f}x"
           f"  >= {TARGET_SPEEDUP:.0f}x {verdict(speedup >= TARGET_SPEEDUP)}")
-    print(f"{'  hits agree with the reference':58s} {str(agree):>10s}  hits {int(ours_hit.sum())}/{N_LOOKUP}")
+    print(f"{'  hits agree with the reference':58s} {agree!s:>10s}  hits {int(ours_hit.sum())}/{N_LOOKUP}")
     print(f"{'update |M|=5000 pairs, table with room (ms)':58s} {room_ms:10.3f} {room_min_ms:10.3f}"
           f"  < {TARGET_UPDATE_ROOM_MS:.0f} {verdict(room_ms < TARGET_UPDATE_ROOM_MS)}")
     print(f"{'update |M|=5000 pairs, full table, evicts (ms)':58s} {full_ms:10.3f} {full_min_ms:10.3f}"

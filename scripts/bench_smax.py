@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +38,7 @@ def bench_bare_jaxmarl(map_name: str, n_steps: int, rng: np.random.Generator) ->
         avail = jax.device_get(avail_fn(state))
         acts = random_legal(np.stack([avail[a] for a in env.agents]), rng)
         key, step_key = jax.random.split(key)
-        _, state, reward, dones, _ = step(step_key, state, {a: jnp.int32(acts[i]) for i, a in enumerate(env.agents)})
+        _, state, _reward, dones, _ = step(step_key, state, {a: jnp.int32(acts[i]) for i, a in enumerate(env.agents)})
         jax.device_get(dones["__all__"])
         return key, state
 

@@ -5,16 +5,33 @@ The public interface: configs, training, evaluation, and the registries that ext
 
 __version__ = "0.1.0"
 
-from semzoo.algos import Algorithm, algorithm_ids, register_algorithm
-from semzoo.config import (AgentConfig, ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig,
-                           TrainConfig)
 from semzoo.agents.policy import Policy, load_policy
+from semzoo.algos import Algorithm, algorithm_ids, register_algorithm
+from semzoo.config import AgentConfig, ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
 from semzoo.envs.registry import make_env, register_env
 from semzoo.mixers.base import Mixer, register_mixer
 from semzoo.run.evaluation import evaluate_run
 from semzoo.run.trainer import Trainer, resume, train
 
-__all__ = ["__version__", "TrainConfig", "AgentConfig", "MixerConfig", "MemoryConfig", "LearnerConfig",
-           "ExplorationConfig", "train", "resume", "evaluate_run", "Trainer", "make_env", "register_env", "load_policy",
-           "Policy", "Mixer", "register_mixer",
-           "Algorithm", "register_algorithm", "algorithm_ids"]
+__all__ = [
+                           "AgentConfig",
+                           "Algorithm",
+                           "ExplorationConfig",
+                           "LearnerConfig",
+                           "MemoryConfig",
+                           "Mixer",
+                           "MixerConfig",
+                           "Policy",
+                           "TrainConfig",
+                           "Trainer",
+                           "__version__",
+                           "algorithm_ids",
+                           "evaluate_run",
+                           "load_policy",
+                           "make_env",
+                           "register_algorithm",
+                           "register_env",
+                           "register_mixer",
+                           "resume",
+                           "train",
+]

@@ -55,7 +55,7 @@ class Algorithm:
         import importlib
 
         module, _, attr = self.learner.partition(":")
-        return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+        return getattr(importlib.import_module(module), attr)
 
 
 @dataclass(frozen=True)
@@ -155,4 +155,4 @@ def build(config: TrainConfig, env: VecCTDEEnv, device: torch.device) -> RunPart
     return RunParts(algo=algo, agent=agent, mixer=mixer, memory=memory, learner=learner)
 
 
-__all__ = ["Algorithm", "AlgorithmId", "RunParts", "register_algorithm", "algorithm_ids", "parse_algorithm", "build"]
+__all__ = ["Algorithm", "AlgorithmId", "RunParts", "algorithm_ids", "build", "parse_algorithm", "register_algorithm"]

@@ -14,7 +14,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, Optional
+from typing import Any, NoReturn
 
 import typer
 
@@ -277,9 +277,9 @@ def _resume(run_dir: str, steps: int | None, tensorboard: bool) -> None:
 @app.command()
 def evaluate(
     run_dir: str = typer.Argument(..., help="A run directory made by `semzoo train`."),
-    episodes: Optional[int] = typer.Option(None, help="Greedy episodes (default: the run's test_episodes)."),
-    seed: Optional[int] = typer.Option(None, help="Seed of the evaluation episodes (default: the run's test stream)."),
-    device: Optional[str] = typer.Option(None, help="auto, cpu, cuda (default: the run's)."),
+    episodes: int | None = typer.Option(None, help="Greedy episodes (default: the run's test_episodes)."),
+    seed: int | None = typer.Option(None, help="Seed of the evaluation episodes (default: the run's test stream)."),
+    device: str | None = typer.Option(None, help="auto, cpu, cuda (default: the run's)."),
 ) -> None:
     """Replay a run's last checkpoint greedily (epsilon 0): mean return and, where reported, win rate."""
     from semzoo.run.evaluation import evaluate_run
@@ -325,11 +325,11 @@ def sweep(
     seeds: int = typer.Option(5, help="Seeds per (env, algo): 0 .. seeds-1."),
     steps: int = typer.Option(DEFAULT_STEPS, help="Environment steps per trial."),
     out: str = typer.Option("runs/sweep", help="Folder of the trials' run directories (shared by all nodes)."),
-    address: Optional[str] = typer.Option(None, help="Ray cluster address (e.g. auto, ray://head:10001); "
+    address: str | None = typer.Option(None, help="Ray cluster address (e.g. auto, ray://head:10001); "
                                           "default: an embedded local Ray."),
     max_retries: int = typer.Option(2, help="Retries of a failed trial, each from its last checkpoint."),
     cpus_per_trial: float = typer.Option(1.0, help="CPUs reserved per trial (torch threads = its integer part)."),
-    num_cpus: Optional[int] = typer.Option(None, help="CPUs of the embedded local Ray (default: all)."),
+    num_cpus: int | None = typer.Option(None, help="CPUs of the embedded local Ray (default: all)."),
     set_: list[str] = typer.Option([], "--set", help="KEY=VALUE config override (JSON value), e.g. "
                                    "test_interval=5000 or learner.batch_size=16; repeatable."),
 ) -> None:
@@ -372,7 +372,7 @@ def _check_sweep_envs(trials: list[Any]) -> None:
 def plot(
     folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
     metric: str = typer.Option("test_win_rate", help="Metric of the curves, e.g. test_win_rate, test_return_mean."),
-    out: Optional[str] = typer.Option(None, help="Folder of the PNGs (default: FOLDER/plots)."),
+    out: str | None = typer.Option(None, help="Folder of the PNGs (default: FOLDER/plots)."),
 ) -> None:
     """Curves per env: median and 25-75 % band per algorithm across seeds, plus y / E / Q_tot when logged."""
     from semzoo.run.report import plot_runs
@@ -394,7 +394,7 @@ def table(
     folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
     at: str = typer.Option("250000,500000", help="Comma-separated env steps at which to read the scores."),
     metric: str = typer.Option("test_win_rate", help="Metric of the table."),
-    csv_path: Optional[str] = typer.Option(None, "--csv", help="Also write the table to this CSV file."),
+    csv_path: str | None = typer.Option(None, "--csv", help="Also write the table to this CSV file."),
 ) -> None:
     """Score table: per env the mean over seeds at each step, then mean and median across envs per algorithm."""
     from semzoo.run.report import load_runs, score_table, table_markdown, write_table_csv
@@ -482,11 +482,11 @@ def envs() -> None:
 
 @app.command("memory-cost")
 def memory_cost(
-    target: Optional[str] = typer.Argument(None, help="A SMAC map (2c_vs_64zg, 27m_vs_30m, ...) or an env id "
+    target: str | None = typer.Argument(None, help="A SMAC map (2c_vs_64zg, 27m_vs_30m, ...) or an env id "
                                            "(matrix:climbing, pz:<module>:<factory>); or give --agents/--actions/--state-size."),
-    agents: Optional[int] = typer.Option(None, help="Number of agents n (instead of a map or env id)."),
-    actions: Optional[int] = typer.Option(None, help="Actions per agent |U| (instead of a map or env id)."),
-    state_size: Optional[int] = typer.Option(None, help="Global state size F (instead of a map or env id)."),
+    agents: int | None = typer.Option(None, help="Number of agents n (instead of a map or env id)."),
+    actions: int | None = typer.Option(None, help="Actions per agent |U| (instead of a map or env id)."),
+    state_size: int | None = typer.Option(None, help="Global state size F (instead of a map or env id)."),
     capacity: float = typer.Option(1e6, help="Entries per table |Q| (the paper: 1e6)."),
     proj_dim: int = typer.Option(4, help="Random-projection size D (the paper: 4)."),
     env_arg: list[str] = typer.Option([], help="KEY=VALUE passed to the env factory (VALUE parsed as JSON); repeatable."),
@@ -533,11 +533,12 @@ def memory_cost(
 
 def _click_exceptions() -> Any:
     """The click exception classes typer raises: recent typer vendors click as ``typer._click``."""
+    import importlib
+
     try:
-        from typer._click import exceptions
+        return importlib.import_module("typer._click.exceptions")
     except ImportError:  # typer versions that use the click package itself
-        from click import exceptions
-    return exceptions
+        return importlib.import_module("click.exceptions")
 
 
 def main() -> None:

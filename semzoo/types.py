@@ -90,8 +90,8 @@ class EpisodeBatch:
     def max_t(self) -> int:
         return int(self.reward.shape[1])
 
-    def to(self, device: torch.device | str) -> "EpisodeBatch":
+    def to(self, device: torch.device | str) -> EpisodeBatch:
         return EpisodeBatch(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
 
-    def index(self, idx: torch.Tensor | slice) -> "EpisodeBatch":
+    def index(self, idx: torch.Tensor | slice) -> EpisodeBatch:
         return EpisodeBatch(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})

@@ -31,11 +31,11 @@ class FakeBattleEnv(ParallelEnv):
         self._t = 0
         self._won = False
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def observation_space(self, agent: str) -> spaces.Box:
         return spaces.Box(-1.0, 1.0, (OBS_DIM,), np.float32)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def action_space(self, agent: str) -> spaces.Discrete:
         return spaces.Discrete(N_ACTIONS)
 

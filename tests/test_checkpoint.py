@@ -8,9 +8,14 @@ import numpy as np
 import pytest
 import torch
 
-from semzoo.run.checkpoint import (CheckpointError, CheckpointManager, CheckpointWarning, load_checkpoint,
-                               save_checkpoint)
 from semzoo.config import AgentConfig, LearnerConfig, MemoryConfig, TrainConfig
+from semzoo.run.checkpoint import (
+    CheckpointError,
+    CheckpointManager,
+    CheckpointWarning,
+    load_checkpoint,
+    save_checkpoint,
+)
 from semzoo.run.rundir import TIMING_METRICS, read_metrics, run_finished
 from semzoo.run.trainer import Trainer, resume, train
 

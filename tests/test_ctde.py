@@ -24,13 +24,13 @@ class DyingAgentsEnv(ParallelEnv):
         self.truncate = truncate
         self.state_space = spaces.Box(0, 10, (2,), np.float32)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def observation_space(self, agent):
         size = 3 if agent == "agent_0" else 2  # unequal sizes get zero-padded
         return spaces.Dict({"observation": spaces.Box(0, 10, (size,), np.float32),
                             "action_mask": spaces.Box(0, 1, (4 if agent == "agent_0" else 3,), np.int8)})
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def action_space(self, agent):
         return spaces.Discrete(4 if agent == "agent_0" else 3)
 
@@ -111,7 +111,7 @@ def test_vec_env_implements_the_protocol_with_fixed_shapes():
     assert arrays.obs.shape == (3, 2, 3) and arrays.state.shape == (3, 2)
     assert arrays.avail.dtype == bool and arrays.alive.all()
     for _ in range(3):
-        arrays, reward, term, trunc, info = vec.step(np.zeros((3, 2), np.int64))
+        arrays, _reward, term, trunc, info = vec.step(np.zeros((3, 2), np.int64))
     assert term.all() and not trunc.any() and info["battle_won"].all()
     vec.close()
 
@@ -123,7 +123,7 @@ def test_mpe_simple_spread_through_pz_id():
     assert vec.episode_limit == 5 and vec.n_agents == 3 and vec.n_actions == 5
     assert vec.state_dim == int(np.prod(env.state_space.shape))
     vec.reset(seed=0)
-    for t in range(5):
+    for _t in range(5):
         _, _, term, trunc, _ = vec.step(np.zeros((2, 3), np.int64))
     assert trunc.all() and not term.any()  # MPE's max_cycles is a time limit
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -80,7 +79,7 @@ def test_training_logs_test_win_rate_every_test_interval(tmp_path):
 
 def test_evaluate_command_replays_the_last_checkpoint(tmp_path):
     run_dir, _ = train(fake_config(out=str(tmp_path)), tensorboard=False)
-    config, expected, at_steps = evaluate_run(run_dir, episodes=9, seed=3)
+    _config, expected, at_steps = evaluate_run(run_dir, episodes=9, seed=3)
     assert at_steps == 60 and expected.episodes == 9
     out = CliRunner().invoke(app, ["evaluate", str(run_dir), "--episodes", "9", "--seed", "3"])
     assert out.exit_code == 0, out.output

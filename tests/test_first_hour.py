@@ -23,7 +23,7 @@ def test_the_same_command_twice_writes_a_second_run_directory(tmp_path):
 
 def test_an_explicit_run_name_that_holds_a_run_is_refused(tmp_path):
     train(tiny(tmp_path, run_name="mine"), progress=False)
-    with pytest.raises(ValueError, match="already holds a run.*--resume"):
+    with pytest.raises(ValueError, match=r"already holds a run.*--resume"):
         train(tiny(tmp_path, run_name="mine"), progress=False)
 
 

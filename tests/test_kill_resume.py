@@ -13,8 +13,6 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
-
 from semzoo.run.rundir import read_metrics, run_finished
 
 KILLS = 5

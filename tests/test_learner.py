@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from semzoo.agents.rnn import RNNAgent
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
 from semzoo.learners.q_learner import QLearner
 from semzoo.mixers.base import make_mixer
-from semzoo.agents.rnn import RNNAgent
 from semzoo.types import EpisodeBatch
 
 A, O, S, U, T = 2, 3, 4, 3, 5

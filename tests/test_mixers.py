@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from semzoo.config import MixerConfig
 from semzoo.algos import algorithm_ids, parse_algorithm
+from semzoo.config import MixerConfig
 from semzoo.mixers.base import make_mixer
 
 ROWS = [algo for algo in algorithm_ids() if parse_algorithm(algo).memory == "none"]

@@ -11,11 +11,11 @@ import pytest
 import torch
 
 pytest.importorskip("mpe2")
-from mpe2 import simple_spread_v3  # noqa: E402  (the user's own env module: no semzoo code)
-from pettingzoo.utils.conversions import parallel_to_aec  # noqa: E402
+from mpe2 import simple_spread_v3
+from pettingzoo.utils.conversions import parallel_to_aec
 
-import semzoo  # noqa: E402
-from semzoo.config import ExplorationConfig, LearnerConfig, TrainConfig  # noqa: E402
+import semzoo
+from semzoo.config import ExplorationConfig, LearnerConfig, TrainConfig
 
 ENV_ID = "pz:mpe2.simple_spread_v3:parallel_env"
 N_ENVS = 4
@@ -73,7 +73,7 @@ def play_parallel(policy, seed: int, *, max_cycles: int = 25) -> float:
     episode_return = 0.0
     while env.agents:
         actions = policy.act(observations, infos=infos)
-        observations, rewards, terminations, truncations, infos = env.step(actions)
+        observations, rewards, _terminations, _truncations, infos = env.step(actions)
         episode_return += float(np.mean([rewards[agent] for agent in actions]))
     env.close()
     return episode_return
@@ -86,7 +86,7 @@ def play_aec(policy, seed: int) -> float:
     policy.reset()
     totals = dict.fromkeys(env.possible_agents, 0.0)
     for agent in env.agent_iter():
-        observation, reward, termination, truncation, info = env.last()
+        observation, reward, termination, truncation, _info = env.last()
         totals[agent] += reward
         env.step(None if termination or truncation else policy.act_one(agent, observation))
     env.close()

@@ -10,13 +10,13 @@ import torch
 from conftest import record_losses
 from typer.testing import CliRunner
 
+from semzoo.agents.rnn import RNNAgent
 from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
+from semzoo.learners.wqmix import WQMIXLearner
 from semzoo.mixers.base import make_mixer
 from semzoo.mixers.qplex import QPLEXMixer
-from semzoo.agents.rnn import RNNAgent
 from semzoo.run.trainer import Trainer
 from semzoo.types import EpisodeBatch
-from semzoo.learners.wqmix import WQMIXLearner
 
 NEW_MIXERS = ("qplex", "cw-qmix", "ow-qmix")
 ALL_MIXERS = ("vdn", "qmix", *NEW_MIXERS)
@@ -193,7 +193,7 @@ def test_weighted_qmix_ids_build_the_monotonic_qmix_mixer_and_the_wqmix_learner(
 
 
 def test_wqmix_rejects_an_unknown_weighting():
-    with pytest.raises(ValueError, match="'cw'.*'ow'"):
+    with pytest.raises(ValueError, match=r"'cw'.*'ow'"):
         wqmix_learner("xw")
 
 

@@ -161,7 +161,7 @@ def test_dead_agent_leaves_agents_and_backend_gets_noop_for_it():
     env = SMACParallelEnv(fake)
     env.reset()
     env.step(stop_all(env))
-    _, rewards, terms, truncs, _ = env.step(stop_all(env))
+    _, rewards, terms, _truncs, _ = env.step(stop_all(env))
     assert terms == {"agent_0": False, "agent_1": True, "agent_2": False}
     assert set(rewards) == {"agent_0", "agent_1", "agent_2"}  # the dying agent still gets this step
     assert env.agents == ["agent_0", "agent_2"]
@@ -304,7 +304,7 @@ def make_sc2_dir(tmp_path, maps=("3m", "2s3z")):
 
 def test_missing_smac_error_gives_install_command_and_sc2_version(monkeypatch):
     monkeypatch.setitem(sys.modules, "smac", None)  # import smac -> ImportError
-    with pytest.raises(SMACUnavailableError, match="oxwhirl/smac.git") as err:
+    with pytest.raises(SMACUnavailableError, match=r"oxwhirl/smac.git") as err:
         smac_wrapper.make_sc2_env("3m")
     assert "4.6.2.69232" in str(err.value) and "\n" not in str(err.value)
 
@@ -382,5 +382,5 @@ def test_map_table_rows_and_backend_filter():
     rows = {r["map"]: r for r in map_table()}
     assert rows["MMM2"]["agents"] == 10 and rows["MMM2"]["episode_limit"] == 180
     assert rows["MMM2"]["smax_state_dim"] is None
-    with pytest.raises(UnknownMapError, match="available: .*27m_vs_30m"):
+    with pytest.raises(UnknownMapError, match=r"available: .*27m_vs_30m"):
         smac_map("MMM2", backend="smax")

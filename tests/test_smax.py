@@ -8,12 +8,12 @@ import pytest
 
 pytest.importorskip("jaxmarl")
 
-from pettingzoo.test import api_test, parallel_api_test  # noqa: E402
-from pettingzoo.utils.conversions import parallel_to_aec  # noqa: E402
+from pettingzoo.test import api_test, parallel_api_test
+from pettingzoo.utils.conversions import parallel_to_aec
 
-from semzoo.envs.smax import SMAXEnv, SMAXVecEnv, available_maps, parallel_env  # noqa: E402
-from semzoo.envs.maps import PAPER_MAPS, SMAC_MAPS, SMAX_BACKEND, UnknownMapError  # noqa: E402
-from semzoo.types import VecCTDEEnv  # noqa: E402
+from semzoo.envs.maps import PAPER_MAPS, SMAC_MAPS, SMAX_BACKEND, UnknownMapError
+from semzoo.envs.smax import SMAXEnv, SMAXVecEnv, available_maps, parallel_env
+from semzoo.types import VecCTDEEnv
 
 pytestmark = pytest.mark.smax
 
@@ -73,7 +73,7 @@ def play(env, seed: int, n_episodes: int) -> list:
     obs, _ = env.reset(seed=seed)
     for _ in range(n_episodes):
         while env.agents:
-            obs, rew, term, trunc, info = env.step(random_actions(env, obs, rng))
+            obs, rew, term, trunc, _info = env.step(random_actions(env, obs, rng))
             trace.append(
                 (
                     {a: o["observation"].copy() for a, o in obs.items()},
@@ -110,7 +110,7 @@ def test_same_seed_gives_same_episodes_and_other_seed_differs(map_name):
 @pytest.mark.parametrize("map_name", ["1c3s5z", "2s_vs_1sc", "2c_vs_64zg", "MMM2", "bane_vs_bane"])
 def test_paper_map_missing_from_smax_lists_available_maps(map_name):
     assert map_name in PAPER_MAPS
-    with pytest.raises(UnknownMapError, match="available: .*2s3z.*3m"):
+    with pytest.raises(UnknownMapError, match=r"available: .*2s3z.*3m"):
         parallel_env(map_name)
 
 
@@ -171,7 +171,7 @@ def test_vec_env_implements_protocol_with_fixed_shapes():
     assert arrays.avail.shape == (n, a, u) and arrays.avail.dtype == bool
     assert arrays.alive.shape == (n, a) and arrays.alive.all()
     assert vec.agent_names == ["marine_0", "marine_1", "marine_2"]
-    out, reward, term, trunc, info = vec.step(random_vec_actions(arrays.avail, np.random.default_rng(0)))
+    _out, reward, term, trunc, info = vec.step(random_vec_actions(arrays.avail, np.random.default_rng(0)))
     assert reward.shape == term.shape == trunc.shape == info["battle_won"].shape == (n,)
 
 

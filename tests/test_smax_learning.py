@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("jaxmarl")
 
-from semzoo.config import TrainConfig  # noqa: E402
-from semzoo.run.rundir import read_metrics  # noqa: E402
-from semzoo.run.trainer import train  # noqa: E402
+from semzoo.config import TrainConfig
+from semzoo.run.rundir import read_metrics
+from semzoo.run.trainer import train
 
 pytestmark = [pytest.mark.long, pytest.mark.smax]
 

@@ -71,7 +71,7 @@ def test_same_seed_gives_identical_loss_curves():
 
 def test_train_writes_config_and_metrics(tmp_path):
     config = matrix_config("two_step", "qmix", steps=600, out=str(tmp_path), test_interval=300)
-    run_dir, result = train(config)
+    run_dir, _result = train(config)
     assert (run_dir / "config.json").exists()
     rows = read_metrics(run_dir)
     names = {r["name"] for r in rows}

@@ -30,11 +30,11 @@ class MeetingEnv(ParallelEnv):
         self._pos = np.zeros(2, np.int64)
         self._t = 0
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def observation_space(self, agent):
         return spaces.Box(0.0, 1.0, (2,), np.float32)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def action_space(self, agent):
         return spaces.Discrete(3)  # left, stay, right
 

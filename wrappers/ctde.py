@@ -77,7 +77,7 @@ class AgentLayout:
             raise ValueError(f"noop_action={self.noop_action}: expected an action id in [0, {self.n_actions})")
 
     @classmethod
-    def of_env(cls, env: ParallelEnv, *, noop_action: int = 0) -> "AgentLayout":
+    def of_env(cls, env: ParallelEnv, *, noop_action: int = 0) -> AgentLayout:
         """The layout of ``env``'s ``possible_agents``; TypeError for non-Discrete actions or shapeless observations."""
         names = tuple(env.possible_agents)
         obs_sizes = tuple(_obs_size(env.observation_space(a)) for a in names)
@@ -183,6 +183,8 @@ class CTDEEnv(gymnasium.Env):
         self.action_space = spaces.MultiDiscrete([u] * n)
         self._t = 0
         self._done = True
+        self._terminated = False
+        self._truncated = False
         self._last: dict[str, np.ndarray] | None = None
 
     def _arrays(self, obs: dict[str, Any]) -> dict[str, np.ndarray]:
@@ -240,13 +242,15 @@ class CTDEVecEnv:
         if not env_fns:
             raise ValueError("env_fns is empty: expected at least one environment factory")
         wrapped = [lambda fn=fn: CTDEEnv(fn(), **ctde_kwargs) for fn in env_fns]
+        self._vec: AsyncVectorEnv | SyncVectorEnv
         if async_:
             # Build one env here first: a bad id or argument then fails in this process, not in a worker.
             probe = wrapped[0]()
             self._vec = AsyncVectorEnv(wrapped, autoreset_mode=AutoresetMode.DISABLED)
         else:
-            self._vec = SyncVectorEnv(wrapped, autoreset_mode=AutoresetMode.DISABLED)
-            probe = self._vec.envs[0]
+            sync = SyncVectorEnv(wrapped, autoreset_mode=AutoresetMode.DISABLED)
+            self._vec = sync
+            probe = sync.envs[0]  # type: ignore[assignment]  # the CTDEEnv built by `wrapped`
         self.n_envs = len(env_fns)
         self.n_agents = probe.n_agents
         self.obs_dim = probe.obs_dim
@@ -267,11 +271,16 @@ class CTDEVecEnv:
         )
 
     def reset(self, seed: int | None = None) -> CTDEArrays:
-        seeds = None if seed is None else [seed + i for i in range(self.n_envs)]
+        seeds: list[int | None] | None = None if seed is None else [seed + i for i in range(self.n_envs)]
+        obs: dict[str, np.ndarray]
         obs, _ = self._vec.reset(seed=seeds)
         return self._to_arrays(obs)
 
     def step(self, actions: np.ndarray):
+        obs: dict[str, np.ndarray]
+        reward: np.ndarray
+        terminated: np.ndarray
+        truncated: np.ndarray
         obs, reward, terminated, truncated, infos = self._vec.step(np.asarray(actions, np.int64))
         info = {}
         for key in INFO_KEYS:

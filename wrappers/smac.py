@@ -19,8 +19,9 @@ import importlib
 import inspect
 import os
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -113,7 +114,7 @@ class SMACParallelEnv(ParallelEnv):
         self.observation_spaces = {
             a: spaces.Dict({"observation": obs_box, "action_mask": mask_box}) for a in self.possible_agents
         }
-        self.action_spaces = {a: spaces.Discrete(self.n_actions) for a in self.possible_agents}
+        self.action_spaces: dict[str, spaces.Space] = {a: spaces.Discrete(self.n_actions) for a in self.possible_agents}
         self.state_space = spaces.Box(state_bounds[0], state_bounds[1], (self.state_dim,), np.float32)
 
         self._steps = 0
@@ -141,7 +142,7 @@ class SMACParallelEnv(ParallelEnv):
                 self.action_spaces[agent].seed(seed + i)
         self.smac_env.reset()
         self._steps = 0
-        obs_AO, avail_AU = self._read_backend()
+        _obs_AO, avail_AU = self._read_backend()
         self.agents = [a for a in self.possible_agents if not _is_dead(avail_AU[self.agent_index[a]])]
         return {a: self._obs[a] for a in self.agents}, {a: {} for a in self.agents}
 

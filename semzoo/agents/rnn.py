@@ -38,7 +38,7 @@ class RNNAgent(nn.Module):
         self.fc2 = nn.Linear(hidden_dim, n_actions)
 
     @classmethod
-    def for_env(cls, env: "VecCTDEEnv", config: "AgentConfig") -> "RNNAgent":
+    def for_env(cls, env: VecCTDEEnv, config: AgentConfig) -> RNNAgent:
         """The agent network sized for ``env`` with the sizes and inputs of ``config``."""
         return cls(obs_dim=env.obs_dim, n_agents=env.n_agents, n_actions=env.n_actions, hidden_dim=config.hidden_dim,
                    obs_agent_id=config.obs_agent_id, obs_last_action=config.obs_last_action)
@@ -60,7 +60,7 @@ class RNNAgent(nn.Module):
 
     def forward(self, inputs_BTAI: torch.Tensor, hidden_BAH: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """inputs [B,T,A,I], hidden [B,A,H] or None (zeros) -> (q [B,T,A,U], hidden [B,A,H])."""
-        b, t, a, i = inputs_BTAI.shape
+        b, t, a, _i = inputs_BTAI.shape
         x = F.relu(self.fc1(inputs_BTAI))  # [B,T,A,H]
         x = x.permute(0, 2, 1, 3).reshape(b * a, t, self.hidden_dim)
         h0 = None if hidden_BAH is None else hidden_BAH.reshape(1, b * a, self.hidden_dim)

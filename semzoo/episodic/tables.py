@@ -552,7 +552,7 @@ class EpisodicMemory(ABC):
                     "build the memory with the same arguments before loading"
                 )
         table = self._table
-        arrays = {
+        arrays: dict[str, np.ndarray] = {
             "projection": self.projection_DF,
             "table_keys": table.key_NWL,
             "table_values": table.value_NL,

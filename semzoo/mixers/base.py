@@ -33,7 +33,7 @@ class Mixer(nn.Module):
         return self.mix(agent_qs, state, **extra)
 
     @classmethod
-    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> "Mixer":
+    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> Mixer:
         """Build from the env sizes and the mixer section; mixers with sizes of their own override this."""
         return cls(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions)
 

@@ -23,7 +23,7 @@ class QMixer(Mixer):
         self.hyper_v = nn.Sequential(nn.Linear(state_dim, embed_dim), nn.ReLU(), nn.Linear(embed_dim, 1))
 
     @classmethod
-    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> "QMixer":
+    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> QMixer:
         return cls(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions,
                    embed_dim=config.embed_dim, hypernet_dim=config.hypernet_dim)
 

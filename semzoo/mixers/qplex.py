@@ -67,7 +67,7 @@ class QPLEXMixer(Mixer):
                                          attend_dim=attend_dim)
 
     @classmethod
-    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> "QPLEXMixer":
+    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> QPLEXMixer:
         return cls(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions, embed_dim=config.embed_dim,
                    heads=config.qplex_heads, attend_dim=config.qplex_attend_dim)
 

@@ -13,7 +13,7 @@ class VDNMixer(Mixer):
     """Q_tot(tau, u) = sum_a Q_a(tau_a, u_a)."""
 
     @classmethod
-    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> "VDNMixer":
+    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> VDNMixer:
         return cls(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions)
 
     def mix(self, agent_qs_BTA: torch.Tensor, state_BTS: torch.Tensor, **extra: torch.Tensor) -> torch.Tensor:

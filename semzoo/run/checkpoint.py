@@ -203,5 +203,13 @@ class CheckpointManager:
         raise CheckpointError(f"{errors[0]}, and no earlier valid checkpoint exists in {self.folder}")
 
 
-__all__ = ["CheckpointError", "CheckpointWarning", "CheckpointManager", "save_checkpoint", "load_checkpoint",
-           "write_atomic", "CHECKPOINT_DIR", "KEEP_LAST"]
+__all__ = [
+    "CHECKPOINT_DIR",
+    "KEEP_LAST",
+    "CheckpointError",
+    "CheckpointManager",
+    "CheckpointWarning",
+    "load_checkpoint",
+    "save_checkpoint",
+    "write_atomic",
+]

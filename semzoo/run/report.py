@@ -290,5 +290,19 @@ def write_table_csv(rows: Sequence[TableRow], path: str | Path) -> Path:
     return path
 
 
-__all__ = ["RunSeries", "SkippedRunWarning", "TableRow", "load_runs", "load_run", "check_metric", "curve", "plot_metric", "plot_targets", "plot_runs",
-           "score_table", "table_markdown", "write_table_csv", "TARGET_METRICS"]
+__all__ = [
+    "TARGET_METRICS",
+    "RunSeries",
+    "SkippedRunWarning",
+    "TableRow",
+    "check_metric",
+    "curve",
+    "load_run",
+    "load_runs",
+    "plot_metric",
+    "plot_runs",
+    "plot_targets",
+    "score_table",
+    "table_markdown",
+    "write_table_csv",
+]

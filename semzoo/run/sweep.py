@@ -146,7 +146,7 @@ def run_sweep(trials: Sequence[Trial], *, address: str | None = None, max_retrie
                 trial = pending.pop(ref)
                 try:
                     ray.get(ref)
-                except Exception as err:  # noqa: BLE001 - any trial error is reported, the sweep goes on
+                except Exception as err:
                     cause = getattr(err, "cause", None) or err
                     report.failed[trial.name] = f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1]}"
                     echo(f"sweep: {trial.name} failed after {max_retries} retries: {report.failed[trial.name]}")
@@ -170,4 +170,4 @@ def _connect(ray: Any, address: str) -> None:
                          "leave out --address to run on an embedded local Ray") from None
 
 
-__all__ = ["Trial", "SweepReport", "plan_trials", "run_trial", "run_sweep", "apply_overrides"]
+__all__ = ["SweepReport", "Trial", "apply_overrides", "plan_trials", "run_sweep", "run_trial"]

@@ -37,9 +37,19 @@ from semzoo.replay.buffer import EpisodeReplayBuffer
 from semzoo.run.checkpoint import CheckpointManager, write_atomic
 from semzoo.run.device import resolve_device
 from semzoo.run.evaluation import SEED_STRIDE, EvalResult, eval_env_seeds, greedy_episodes
-from semzoo.run.rundir import (CONFIG_FILE, FINAL_FILE, METRICS_FILE, TENSORBOARD_DIR, MetricsLogger, RunLock,
-                               check_checkpoint_matches, load_run_config, new_run_dir, truncate_metrics,
-                               write_final)
+from semzoo.run.rundir import (
+    CONFIG_FILE,
+    FINAL_FILE,
+    METRICS_FILE,
+    TENSORBOARD_DIR,
+    MetricsLogger,
+    RunLock,
+    check_checkpoint_matches,
+    load_run_config,
+    new_run_dir,
+    truncate_metrics,
+    write_final,
+)
 from semzoo.run.runner import EpisodeRunner, RolloutStats
 
 BYTES_PER_MB = 1e6
@@ -154,7 +164,7 @@ class Trainer:
 
     @classmethod
     def resume(cls, run_dir: str | Path, *, steps: int | None = None, progress: Progress | None = None,
-               tensorboard: bool = True) -> "Trainer":
+               tensorboard: bool = True) -> Trainer:
         """A trainer that continues the run in ``run_dir`` from its last valid checkpoint.
 
         ``steps`` extends the run; the config otherwise comes from the run directory. With no
@@ -393,7 +403,7 @@ class Trainer:
         env = getattr(self, "env", None)
         if env is not None:
             env.close()
-            self.env = None  # type: ignore[assignment]
+            self.env = None
         if self._lock is not None:
             self._lock.release()
 
@@ -433,4 +443,4 @@ def _run_to_end(trainer: Trainer, progress: Progress | bool) -> dict[str, float]
             console.close()
 
 
-__all__ = ["Trainer", "Counters", "train", "resume"]
+__all__ = ["Counters", "Trainer", "resume", "train"]
