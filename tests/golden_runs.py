@@ -9,6 +9,11 @@ answered ones under miss rule "zero") changed none of the entries: re-recording 
 saem-ow-qmix (the WQMIX ids with miss rule "zero") on all three envs gave byte-identical rows, because
 in these short runs every sampled batch's SAEM lookups hit all or nothing, where both divisions agree.
 tests/test_one_loss.py pins the fix instead.
+
+One later change is a new diagnostic, not learning: SEM-WQMIX now logs ``target_e_hit`` like every other
+learner with memory. The twelve sem-/saem- cw-qmix/ow-qmix entries were re-recorded then, after checking
+that each new recording minus its ``target_e_hit`` rows equals the 0.1 recording row for row (4 or 6
+rows added per entry, every other row identical).
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ def golden_rows(env: str, algo: str, out: str | Path) -> list[list[Any]]:
     for key, value in golden_config_dict(env, algo).items():
         base[key] = {**base[key], **value} if isinstance(value, dict) else value
     base["out"] = str(out)
-    run_dir, _ = train(TrainConfig.from_dict(base), tensorboard=False)
+    run_dir, _ = train(TrainConfig.from_dict(base), progress=False, tensorboard=False)
     return metric_rows(run_dir)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -61,9 +61,6 @@ class QLearner:
     ``memory`` is an ``EpisodicMemory`` (SEM or SAEM) or None; with ``memory_config.lam == 0``
     the loss is exactly the plain mixer's.
     """
-
-    logs_target_e_hit: ClassVar[bool] = True
-    """Whether the diagnostics hold ``target_e_hit`` (WQMIX's metrics files have never had that column)."""
 
     def __init__(
         self, *, agent: RNNAgent, mixer: Mixer, config: LearnerConfig, memory_config: MemoryConfig,
@@ -181,7 +178,7 @@ class QLearner:
         em = self.loss_against(values, target.e_BT, target.applies_BT)
         stats.update(loss_em=em.total.item(), target_e=self.masked_mean(target.e_BT, mask).item(),
                      memory_hit_rate=target.hit_rate)
-        if self.logs_target_e_hit and target.answered_BT.any():
+        if target.answered_BT.any():
             # E where the table answered: the paper's E_s curve, without the y of misses
             stats["target_e_hit"] = self.masked_mean(target.e_BT, target.answered_BT).item()
         lam = self.memory_config.lam

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import torch
 
@@ -55,10 +55,6 @@ class WQMIXLearner(QLearner):
     so a single optimiser only couples them through the shared clip, which keeps one ``grad_clip`` meaning one
     thing for every algorithm.
     """
-
-    # SEM-WQMIX's metrics have never had a target_e_hit column; adding one would change its seeded
-    # runs' metric rows (tests/golden) for a diagnostic only.
-    logs_target_e_hit: ClassVar[bool] = False
 
     def __init__(
         self, *, agent: RNNAgent, mixer: Mixer, config: LearnerConfig, memory_config: MemoryConfig,
