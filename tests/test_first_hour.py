@@ -65,3 +65,16 @@ def test_envs_listing_is_aligned_and_shows_dashes_for_missing_sizes():
     assert len(table) > 20 and all(line[column - 1] == " " and line[column:column + 3] in ("sc2", "sma")
                                    for line in table)
     assert any("-/" in line for line in table)
+
+
+@pytest.mark.ray
+def test_a_local_sweep_prints_only_its_own_lines(tmp_path):
+    pytest.importorskip("ray")
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "semzoo.cli", "sweep", "--envs", "matrix:climbing", "--algos", "vdn",
+                           "--seeds", "1", "--steps", "64", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert all(line.startswith("sweep:") for line in done.stderr.splitlines()), done.stderr  # no Ray banners

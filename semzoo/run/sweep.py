@@ -10,6 +10,7 @@ node sees (a shared filesystem).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -108,6 +109,15 @@ def run_trial(config_dict: dict[str, Any], threads: int = 1) -> dict[str, Any]:
     return {"run": trial.name, "status": "finished", "result": result}
 
 
+RAY_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+"""Ray (2.5x) warns on every start of a local instance that token authentication is on; that is the
+secure default semzoo keeps, so the notice is silenced rather than the authentication turned off."""
+
+
+def _quiet_ray_startup() -> None:
+    logging.getLogger(RAY_TOKEN_LOGGER).setLevel(logging.ERROR)
+
+
 def run_sweep(trials: Sequence[Trial], *, address: str | None = None, max_retries: int = 2, cpus_per_trial: float = 1,
               num_cpus: int | None = None, echo: Callable[[str], None] = print) -> SweepReport:
     """Run the unfinished ``trials`` on Ray; a local Ray with ``num_cpus`` (default all) unless ``address``."""
@@ -128,12 +138,14 @@ def run_sweep(trials: Sequence[Trial], *, address: str | None = None, max_retrie
         import ray
     except ImportError:
         raise ValueError("sweeps run on Ray, which is not installed: pip install 'semzoo[ray]'") from None
+    _quiet_ray_startup()
     started_here = not ray.is_initialized()
     if started_here:
         if address:
             _connect(ray, address)
         else:
-            ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False)
+            ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False,
+                     logging_level=logging.WARNING)
     try:
         remote = ray.remote(run_trial).options(num_cpus=cpus_per_trial, max_retries=max_retries,
                                                retry_exceptions=True)
