@@ -28,6 +28,8 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # Plain click help: rich's boxed tables cut long flag names (--target-update-episodes) at 80 columns.
+    rich_markup_mode=None,
 )
 
 USAGE_ERROR = 2

@@ -78,3 +78,19 @@ def test_a_local_sweep_prints_only_its_own_lines(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert all(line.startswith("sweep:") for line in done.stderr.splitlines()), done.stderr  # no Ray banners
+
+
+def test_help_at_80_columns_shows_every_flag_name_in_full():
+    import os
+    import subprocess
+    import sys
+
+    from semzoo.cli import TRAIN_FLAGS
+
+    env = {**os.environ, "COLUMNS": "80"}
+    done = subprocess.run([sys.executable, "-m", "semzoo.cli", "train", "--help"], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0 and "…" not in done.stdout
+    for flag in TRAIN_FLAGS.values():
+        assert flag in done.stdout, flag
+    assert all(len(line) <= 80 for line in done.stdout.splitlines())
