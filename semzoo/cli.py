@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from semzoo.config import FLAG, SECTIONS, ConfigField, TrainConfig, config_fields, field_docs
+from semzoo.config import FLAG, SECTIONS, ConfigField, TrainConfig, config_fields
 from semzoo.run.progress import ConsoleProgress as _Progress
 
 app = typer.Typer(
@@ -122,26 +122,22 @@ def _is_dict(kind: Any) -> bool:
 def _train_parameters(fields: Sequence[ConfigField], flags: dict[str, str]) -> list[inspect.Parameter]:
     """One typer option per config field (type, default and help from the field), then the CLI-only ones."""
     keyword = inspect.Parameter.KEYWORD_ONLY
-    section_docs = field_docs(TrainConfig)
     params = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)]
     for f in fields:
         flag = flags[f.key]
-        panel = "Run" if f.section is None else f"{f.section.capitalize()}: {section_docs.get(f.section, '')}"
         annotation, default, help_text, decls = f.type, f.default, f.help, [flag]
         if _is_dict(f.type):  # a dict field is a repeatable KEY=VALUE option
             annotation, default = list[str], []
             help_text += " KEY=VALUE, VALUE parsed as JSON (else a string); repeatable."
         elif f.type is bool:
             decls = [f"{flag}/--no-{flag[2:]}"]
-        option = typer.Option(default, *decls, help=help_text, rich_help_panel=panel.rstrip(": ."),
-                              metavar="KEY=VALUE" if _is_dict(f.type) else None)
+        option = typer.Option(default, *decls, help=help_text, metavar="KEY=VALUE" if _is_dict(f.type) else None)
         params.append(inspect.Parameter(_param_name(f), keyword, default=option, annotation=annotation))
     params.append(inspect.Parameter("resume", keyword, annotation=str | None, default=typer.Option(
         None, help="Continue the run in this run directory from its last checkpoint with its own config.json "
-        "(only --steps, as the new total, and --tensorboard apply).", rich_help_panel="Resume and logging")))
+        "(only --steps, as the new total, and --tensorboard apply).")))
     params.append(inspect.Parameter("tensorboard", keyword, annotation=bool, default=typer.Option(
-        True, help="Also write TensorBoard events (when tensorboard is installed).",
-        rich_help_panel="Resume and logging")))
+        True, help="Also write TensorBoard events (when tensorboard is installed).")))
     return params
 
 
