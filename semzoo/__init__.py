@@ -3,7 +3,7 @@
 The public interface: configs, training, evaluation, and the registries that extend semzoo.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from semzoo.agents.policy import Policy, load_policy
 from semzoo.algos import Algorithm, algorithm_ids, register_algorithm
@@ -14,24 +14,7 @@ from semzoo.run.evaluation import evaluate_run
 from semzoo.run.trainer import Trainer, resume, train
 
 __all__ = [
-                           "AgentConfig",
-                           "Algorithm",
-                           "ExplorationConfig",
-                           "LearnerConfig",
-                           "MemoryConfig",
-                           "Mixer",
-                           "MixerConfig",
-                           "Policy",
-                           "TrainConfig",
-                           "Trainer",
-                           "__version__",
-                           "algorithm_ids",
-                           "evaluate_run",
-                           "load_policy",
-                           "make_env",
-                           "register_algorithm",
-                           "register_env",
-                           "register_mixer",
-                           "resume",
-                           "train",
+    "AgentConfig", "Algorithm", "ExplorationConfig", "LearnerConfig", "MemoryConfig", "Mixer", "MixerConfig",
+    "Policy", "TrainConfig", "Trainer", "__version__", "algorithm_ids", "evaluate_run", "load_policy", "make_env",
+    "register_algorithm", "register_env", "register_mixer", "resume", "train",
 ]
