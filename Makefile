@@ -1,6 +1,6 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   installs semzoo into .venv and trains the default job (`semzoo train`, no flags): SEM-QMIX on SMAX 3m
-#               for 100k env steps (about 3 minutes on 2 cores)
+#               for 100k env steps (5-6 minutes on an idle 2-core machine; scripts/measure_demo.py re-measures it)
 #   make test   installs semzoo into .venv and runs the test suite
 #   make lint   ruff and mypy (CI runs it before the tests)
 PYTHON ?= python3
