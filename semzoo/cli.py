@@ -435,8 +435,7 @@ def algos() -> None:
     """List the algorithm ids: each row of the table (mixer, learner) and its sem-/saem- variants."""
     from semzoo.algos import algorithm_ids, parse_algorithm
 
-    ids = algorithm_ids()
-    rows = [parse_algorithm(i) for i in ids if parse_algorithm(i).memory == "none"]
+    rows = [parsed for parsed in map(parse_algorithm, algorithm_ids()) if parsed.memory == "none"]
     width = max(len(r.id) for r in rows) + 2
     typer.echo("Algorithm ids: <base>, sem-<base> (state-based memory) or saem-<base> (state and joint action).")
     typer.echo(f"  {'base':<{width}}{'mixer':<10}{'learner':<14}description")
