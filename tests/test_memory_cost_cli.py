@@ -93,3 +93,12 @@ def test_bad_input_is_a_one_line_usage_error(args, needle):
     assert needle in text
     assert "Traceback" not in text
     assert len(text.splitlines()) == 1, text
+
+
+def test_memory_cost_reads_the_sizes_of_a_registered_env():
+    from semzoo import register_env
+    from semzoo.envs import matrix_game_v0
+    from semzoo.episodic.cost import sizes_of
+
+    register_env("memory_cost_penalty", lambda: matrix_game_v0.parallel_env("penalty"), overwrite=True)
+    assert sizes_of("memory_cost_penalty") == (2, 3, 2, "env memory_cost_penalty")

@@ -118,26 +118,23 @@ def format_gb(n_bytes: int) -> str:
 def sizes_of(target: str, env_args: dict[str, Any] | None = None) -> tuple[int, int, int, str]:
     """(n_agents, n_actions, state_dim, description) of a SMAC map name or an env id.
 
-    SMAC maps come from ``semzoo.envs.maps`` (no StarCraft II needed); an env id is built and read
-    through its CTDE adapter. ValueError for an unknown map.
+    A SMAC map (``2c_vs_64zg``, or ``smac:<map>`` without env args) comes from ``semzoo.envs.maps``:
+    no StarCraft II needed. Any other env id, a name given to ``register_env`` included, is built and
+    read through its CTDE adapter. ValueError for a bare name that is neither a map nor registered.
     """
     from semzoo.envs import maps
+    from semzoo.envs.registry import make_env, registered_envs
+    from semzoo.wrappers.ctde import CTDEEnv
 
     env_args = env_args or {}
     kind, sep, name = target.partition(":")
-    if not sep or (kind == "smac" and not env_args):
-        map_name = name if sep else target
-        try:
-            m = maps.smac_map(map_name)
-        except maps.UnknownMapError:
-            if not sep:
-                raise ValueError(f"unknown map {target!r}: expected a SMAC map (the paper's: {', '.join(maps.PAPER_MAPS)}; "
-                                 "`semzoo envs` lists all) or an env id such as matrix:climbing") from None
-        else:
-            return m.n_agents, m.n_actions, m.state_dim, f"SMAC map {map_name}" if not sep else f"env {target}"
-    from semzoo.envs.registry import make_env
-    from semzoo.wrappers.ctde import CTDEEnv
-
+    map_name = target if not sep else name if kind == "smac" and not env_args else None
+    if map_name is not None and map_name in maps.SMAC_MAPS:
+        m = maps.smac_map(map_name)
+        return m.n_agents, m.n_actions, m.state_dim, f"SMAC map {map_name}" if not sep else f"env {target}"
+    if not sep and target not in registered_envs():
+        raise ValueError(f"unknown map {target!r}: expected a SMAC map (the paper's: {', '.join(maps.PAPER_MAPS)}; "
+                         "`semzoo envs` lists all), an env id such as matrix:climbing, or a registered env name")
     ctde = CTDEEnv(make_env(target, **env_args))
     try:
         return ctde.n_agents, ctde.n_actions, ctde.state_dim, f"env {target}"
