@@ -6,6 +6,11 @@
 On a table miss E_t = y_t: the paper puts max_u Q_tot(tau_{t+1}, u; theta^-), the learner's bootstrap
 value, in place of Q^S(s_{t+1}). The miss rule says where the memory term of eq. (6) applies: every
 real step ("target", the paper) or only the steps the table answered ("zero", EMC).
+
+Two phases: ``table_lookup`` queries the numpy table (one batched query, a table access for LFU
+eviction) and needs no network; ``combine_target`` forms E from its answers with tensor ops only, so
+the loss can run under ``torch.func.vmap`` over many runs (semzoo.learners.stacked).
+``episodic_target`` is the two in a row.
 """
 
 from __future__ import annotations
@@ -19,6 +24,19 @@ from semzoo.episodic.tables import EpisodicMemory
 from semzoo.learners.batch import CleanBatch
 
 MISS_RULES = ("target", "zero")
+KINDS = ("sem", "saem")
+
+
+@dataclass(frozen=True)
+class TableLookup:
+    """What the table answered for every step of a batch: [B,T] tensors, 0 / false where it was not asked."""
+
+    values_BT: torch.Tensor
+    """SEM: Q^S(phi(s_{t+1})); SAEM: Q^SA(phi(s_t), u_t) (float, 0 on a miss)."""
+    hit_BT: torch.Tensor
+    """The table answered (bool)."""
+    hit_rate: torch.Tensor
+    """Hits / queries of this batch, 0-d float64 (SEM queries real non-terminal steps, SAEM every real step); 0 if none."""
 
 
 @dataclass(frozen=True)
@@ -34,39 +52,64 @@ class EpisodicTarget:
     """m'_t (float 0/1): every real step for miss rule "target", the answered steps for "zero"."""
     answered_BT: torch.Tensor
     """float 0/1: real steps whose E came from the table, SEM's real ends included (E = r needs no table)."""
-    hit_rate: float
-    """Hits / queries of this batch (SEM queries real non-terminal steps, SAEM every real step); 0 if none."""
+    hit_rate: torch.Tensor
+    """Hits / queries of this batch, 0-d (see TableLookup.hit_rate)."""
+
+
+def check_episodic(kind: str, miss_rule: str) -> None:
+    """ValueError for a memory kind or miss rule that has no episodic target."""
+    if miss_rule not in MISS_RULES:
+        raise ValueError(f"miss_rule={miss_rule!r}: expected 'target' (paper) or 'zero' (EMC)")
+    if kind not in KINDS:
+        raise ValueError(f"memory kind {kind!r} has no episodic target; expected 'sem' or 'saem'")
 
 
 @torch.no_grad()
-def episodic_target(memory: EpisodicMemory, kind: str, clean: CleanBatch, y_BT: torch.Tensor,
-                    next_value_BT: torch.Tensor, *, gamma: float, miss_rule: str) -> EpisodicTarget:
-    """E for every step of ``clean`` (one batched table query), a constant target like y.
-
-    ``y_BT`` and ``next_value_BT`` ([B,T]) are the learner's TD target and bootstrap value V(t+1),
-    with y_t = r_t + gamma (1 - term_t) V(t+1): a SEM miss bootstraps from V, a SAEM miss takes y.
-    """
-    if miss_rule not in MISS_RULES:
-        raise ValueError(f"miss_rule={miss_rule!r}: expected 'target' (paper) or 'zero' (EMC)")
+def table_lookup(memory: EpisodicMemory, kind: str, clean: CleanBatch) -> TableLookup:
+    """Phase 1: one batched query of the table for the steps of ``clean`` that read it."""
+    check_episodic(kind, MISS_RULES[0])
     real = clean.mask.bool()
     if kind == "sem":
         # Only real, non-terminal steps read the table: a read counts as an access for LFU eviction,
         # so reading padding or the slot after a real end would keep junk entries alive.
         query = real & (clean.terminated == 0)
         values, hits = memory.query(clean.state[:, 1:][query].cpu().numpy())
-        hit = _scatter(hits, query, y_BT).bool()
-        e = clean.bootstrapped(torch.where(hit, _scatter(values, query, y_BT), next_value_BT), gamma)
-        hit = hit | (clean.terminated > 0)
-    elif kind == "saem":
-        values, hits = memory.query(clean.state[:, :-1][real].cpu().numpy(), clean.actions[real].cpu().numpy())
-        hit = _scatter(hits, real, y_BT).bool()
-        e = torch.where(hit, _scatter(values, real, y_BT), y_BT)
     else:
-        raise ValueError(f"memory kind {kind!r} has no episodic target; expected 'sem' or 'saem'")
+        query = real
+        values, hits = memory.query(clean.state[:, :-1][real].cpu().numpy(), clean.actions[real].cpu().numpy())
+    like = clean.reward
+    return TableLookup(values_BT=_scatter(values, query, like), hit_BT=_scatter(hits, query, like).bool(),
+                       hit_rate=torch.tensor(float(np.mean(hits)) if len(hits) else 0.0, dtype=torch.float64))
+
+
+def combine_target(lookup: TableLookup, kind: str, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
+                   *, gamma: float, miss_rule: str) -> EpisodicTarget:
+    """Phase 2: E for every step of ``clean`` from the table's answers, a constant target like y (tensor ops only).
+
+    ``y_BT`` and ``next_value_BT`` ([B,T]) are the learner's TD target and bootstrap value V(t+1),
+    with y_t = r_t + gamma (1 - term_t) V(t+1): a SEM miss bootstraps from V, a SAEM miss takes y.
+    """
+    check_episodic(kind, miss_rule)
+    real = clean.mask.bool()
+    hit = lookup.hit_BT
+    with torch.no_grad():
+        if kind == "sem":
+            e = clean.bootstrapped(torch.where(hit, lookup.values_BT, next_value_BT), gamma)
+            hit = hit | (clean.terminated > 0)
+        else:
+            e = torch.where(hit, lookup.values_BT, y_BT)
     answered = real & hit
     applies = real if miss_rule == "target" else answered
-    return EpisodicTarget(e_BT=e, applies_BT=applies.float(), answered_BT=answered.float(),
-                          hit_rate=float(np.mean(hits)) if len(hits) else 0.0)
+    return EpisodicTarget(e_BT=e, applies_BT=applies.float(), answered_BT=answered.float(), hit_rate=lookup.hit_rate)
+
+
+@torch.no_grad()
+def episodic_target(memory: EpisodicMemory, kind: str, clean: CleanBatch, y_BT: torch.Tensor,
+                    next_value_BT: torch.Tensor, *, gamma: float, miss_rule: str) -> EpisodicTarget:
+    """E for every step of ``clean``: ``table_lookup`` then ``combine_target``."""
+    check_episodic(kind, miss_rule)
+    return combine_target(table_lookup(memory, kind, clean), kind, clean, y_BT, next_value_BT, gamma=gamma,
+                          miss_rule=miss_rule)
 
 
 def _scatter(values: np.ndarray, where_BT: torch.Tensor, like_BT: torch.Tensor) -> torch.Tensor:
@@ -76,4 +119,5 @@ def _scatter(values: np.ndarray, where_BT: torch.Tensor, like_BT: torch.Tensor) 
     return out
 
 
-__all__ = ["MISS_RULES", "EpisodicTarget", "episodic_target"]
+__all__ = ["KINDS", "MISS_RULES", "EpisodicTarget", "TableLookup", "check_episodic", "combine_target",
+           "episodic_target", "table_lookup"]

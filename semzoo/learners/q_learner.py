@@ -15,19 +15,30 @@ the diagnostics ``term_stats`` / ``value_stats``. WQMIX (learners/wqmix.py) is t
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from semzoo.agents.rnn import MASKED_Q, RNNAgent
 from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
 from semzoo.episodic.tables import EpisodicMemory
-from semzoo.episodic.target import episodic_target
+from semzoo.episodic.target import TableLookup, combine_target, table_lookup
 from semzoo.learners.batch import CleanBatch
 from semzoo.mixers.base import Mixer
 from semzoo.types import EpisodeBatch
+
+UNDEFINED_STAT = float("nan")
+"""A diagnostic with no value for a batch (``target_e_hit`` when the table answered no step); not logged."""
+
+
+def stats_to_floats(stats: dict[str, torch.Tensor]) -> dict[str, float]:
+    """The loss's 0-d tensor diagnostics as logged floats, those undefined for the batch left out."""
+    floats = {name: float(value) for name, value in stats.items()}
+    return {name: value for name, value in floats.items() if not (name == "target_e_hit" and math.isnan(value))}
 
 
 @dataclass(frozen=True)
@@ -150,12 +161,12 @@ class QLearner:
         """(Q^k - target_t)^2 [B,T] of further estimates Q^k regressed on the same target, by name: none."""
         return {}
 
-    def term_stats(self, values: OnlineValues, td: TargetLoss) -> dict[str, float]:
-        """Diagnostics of the TD loss's pieces, logged right after ``loss_td``: none (it is one term)."""
+    def term_stats(self, values: OnlineValues, td: TargetLoss) -> dict[str, torch.Tensor]:
+        """Diagnostics of the TD loss's pieces (0-d tensors), logged right after ``loss_td``: none (it is one term)."""
         return {}
 
-    def value_stats(self, values: OnlineValues) -> dict[str, float]:
-        """Diagnostics of further estimates, logged right after ``q_tot``: none."""
+    def value_stats(self, values: OnlineValues) -> dict[str, torch.Tensor]:
+        """Diagnostics of further estimates (0-d tensors), logged right after ``q_tot``: none."""
         return {}
 
     # ----- the update -------------------------------------------------------------------------------------
@@ -163,24 +174,38 @@ class QLearner:
     def compute_loss(self, batch: EpisodeBatch) -> tuple[torch.Tensor, dict[str, float]]:
         """L = (1 - lambda) L_td + lambda L_em of one batch (paper eq. 6) and its diagnostics; no optimiser step."""
         clean = CleanBatch.from_batch(batch)
+        loss, stats = self.loss(clean, self.table_lookup(clean))
+        return loss, stats_to_floats(stats)
+
+    def table_lookup(self, clean: CleanBatch) -> TableLookup | None:
+        """The episodic table's answers for ``clean`` (a numpy query, so outside any vmap); None without memory."""
+        return None if self.memory is None else table_lookup(self.memory, self.memory_kind, clean)
+
+    def loss(self, clean: CleanBatch, lookup: TableLookup | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """L = (1 - lambda) L_td + lambda L_em (paper eq. 6) and its diagnostics as 0-d tensors.
+
+        Tensor ops only, no Python branch on a value: it runs as it is under ``torch.func.vmap`` over
+        many runs' parameters (semzoo.learners.stacked). ``stats_to_floats`` turns the diagnostics into
+        the logged floats.
+        """
         values = self.online_values(clean)
         next_value = self.next_value(clean, values.q_BTAU)
         y = self.td_target(clean, next_value)
         mask = clean.mask
         td = self.loss_against(values, y, mask)
-        stats = {"loss_td": td.total.item(), **self.term_stats(values, td),
-                 "q_tot": self.masked_mean(values.q_tot_BT.detach(), mask).item(), **self.value_stats(values),
-                 "target_y": self.masked_mean(y, mask).item()}
-        if self.memory is None:
+        stats = {"loss_td": td.total.detach(), **self.term_stats(values, td),
+                 "q_tot": self.masked_mean(values.q_tot_BT.detach(), mask), **self.value_stats(values),
+                 "target_y": self.masked_mean(y, mask)}
+        if lookup is None:
             return td.total, stats
-        target = episodic_target(self.memory, self.memory_kind, clean, y, next_value, gamma=self.config.gamma,
-                                 miss_rule=self.memory_config.miss_rule)
+        target = combine_target(lookup, self.memory_kind, clean, y, next_value, gamma=self.config.gamma,
+                                miss_rule=self.memory_config.miss_rule)
         em = self.loss_against(values, target.e_BT, target.applies_BT)
-        stats.update(loss_em=em.total.item(), target_e=self.masked_mean(target.e_BT, mask).item(),
-                     memory_hit_rate=target.hit_rate)
-        if target.answered_BT.any():
-            # E where the table answered: the paper's E_s curve, without the y of misses
-            stats["target_e_hit"] = self.masked_mean(target.e_BT, target.answered_BT).item()
+        answered = target.answered_BT
+        # E where the table answered: the paper's E_s curve, without the y of misses (undefined with no answer)
+        e_hit = torch.where(answered.sum() > 0, self.masked_mean(target.e_BT, answered), UNDEFINED_STAT)
+        stats.update(loss_em=em.total.detach(), target_e=self.masked_mean(target.e_BT, mask),
+                     memory_hit_rate=target.hit_rate, target_e_hit=e_hit)
         lam = self.memory_config.lam
         if lam == 0.0:  # the plain method, bit for bit (the table is still read, for its diagnostics)
             return td.total, stats
@@ -211,11 +236,23 @@ class QLearner:
         loss, stats = self.compute_loss(batch)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        stats.update(loss=loss.item(), grad_norm=self.step())
+        return stats
+
+    def step(self) -> float:
+        """Clip the gradients in ``params``' ``.grad`` to ``grad_clip`` (one global norm), one RMSprop step.
+
+        Returns the norm before clipping. ``train`` and the K-run update (semzoo.learners.stacked) both end here.
+        """
         grad_norm = torch.nn.utils.clip_grad_norm_(self.params, self.config.grad_clip)
         self.optimizer.step()
         self.updates += 1
-        stats.update(loss=loss.item(), grad_norm=float(grad_norm))
-        return stats
+        return float(grad_norm)
+
+    def networks(self) -> dict[str, nn.Module]:
+        """Every network the loss reads, by name: those holding ``params``, and the targets (no gradient)."""
+        return {"agent": self.agent, "mixer": self.mixer, "target_agent": self.target_agent,
+                "target_mixer": self.target_mixer}
 
     def update_target(self) -> None:
         """theta^- <- theta (hard update)."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
+from torch import nn
 
 from semzoo.agents.rnn import MASKED_Q, RNNAgent
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
@@ -138,14 +139,19 @@ class WQMIXLearner(QLearner):
         """The central loss (Q* - target)^2, unweighted: [B,T]."""
         return {"central": (_central(values).q_star_BT - target_BT) ** 2}
 
-    def term_stats(self, values: OnlineValues, td: TargetLoss) -> dict[str, float]:
+    def term_stats(self, values: OnlineValues, td: TargetLoss) -> dict[str, torch.Tensor]:
         """loss_td = loss_qmix + loss_central, and the mean weight w over real steps."""
-        return {"loss_qmix": td.mixer.item(), "loss_central": td.extras["central"].item(),
-                "wqmix_weight": self.masked_mean(td.weights_BT, values.clean.mask).item()}
+        return {"loss_qmix": td.mixer.detach(), "loss_central": td.extras["central"].detach(),
+                "wqmix_weight": self.masked_mean(td.weights_BT, values.clean.mask)}
 
-    def value_stats(self, values: OnlineValues) -> dict[str, float]:
+    def value_stats(self, values: OnlineValues) -> dict[str, torch.Tensor]:
         """Mean Q*(s_t, tau_t, u_t) over real steps."""
-        return {"q_star": self.masked_mean(_central(values).q_star_BT.detach(), values.clean.mask).item()}
+        return {"q_star": self.masked_mean(_central(values).q_star_BT.detach(), values.clean.mask)}
+
+    def networks(self) -> dict[str, nn.Module]:
+        """QLearner's networks plus the central agent and mixer Q* and their targets."""
+        return {**super().networks(), "central_agent": self.central_agent, "central_mixer": self.central_mixer,
+                "target_central_agent": self.target_central_agent, "target_central_mixer": self.target_central_mixer}
 
     # ----- targets and checkpoints ---------------------------------------------------------------------------
 
