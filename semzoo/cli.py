@@ -86,7 +86,7 @@ def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
         typer.echo(f"Warning: {w.message}", err=True)
 
 
-CLI_ONLY_OPTIONS = ("resume", "tensorboard")
+CLI_ONLY_OPTIONS = ("resume", "seeds", "tensorboard")
 """Options of `train` that are not config fields (they say how to run, not what)."""
 
 
@@ -133,9 +133,13 @@ def _train_parameters(fields: Sequence[ConfigField], flags: dict[str, str]) -> l
             decls = [f"{flag}/--no-{flag[2:]}"]
         option = typer.Option(default, *decls, help=help_text, metavar="KEY=VALUE" if _is_dict(f.type) else None)
         params.append(inspect.Parameter(_param_name(f), keyword, default=option, annotation=annotation))
-    params.append(inspect.Parameter("resume", keyword, annotation=str | None, default=typer.Option(
-        None, help="Continue the run in this run directory from its last checkpoint with its own config.json "
-        "(only --steps, as the new total, and --tensorboard apply).")))
+    params.append(inspect.Parameter("resume", keyword, annotation=list[str], default=typer.Option(
+        [], help="Continue the run in this run directory from its last checkpoint with its own config.json "
+        "(only --steps, as the new total, and --tensorboard apply). Repeat it for every run directory of a "
+        "--seeds group to continue the group in one process, exactly.")))
+    params.append(inspect.Parameter("seeds", keyword, annotation=str | None, default=typer.Option(
+        None, help="Train one run per seed in one process, their updates vectorised (e.g. 0-9, 0,3,5, 0-4,7); "
+        "each run is the --seed run of that seed, in its default run directory. Instead of --seed.")))
     params.append(inspect.Parameter("tensorboard", keyword, annotation=bool, default=typer.Option(
         True, help="Also write TensorBoard events (when tensorboard is installed).")))
     return params
@@ -171,16 +175,34 @@ def train(ctx: typer.Context, **options: Any) -> None:
 
     sources = {f.key: ctx.get_parameter_source(_param_name(f)) for f in TRAIN_FIELDS}
     given = {key for key, source in sources.items() if source is not None and source.name != "DEFAULT"}
-    if options["resume"] is not None:
+    if options["resume"]:
+        if options["seeds"] is not None:
+            fail("--seeds with --resume: a group continues with the seeds it was started with; "
+                 "give --resume once per run directory of the group and drop --seeds", USAGE_ERROR)
         ignored = [TRAIN_FLAGS[f.key] for f in TRAIN_FIELDS if f.key in given and f.key != "steps"]
         if ignored:
             typer.echo(f"Warning: --resume trains with the run's own config.json; ignoring {', '.join(ignored)}",
                        err=True)
-        _resume(options["resume"], options["steps"] if "steps" in given else None, options["tensorboard"])
+        steps = options["steps"] if "steps" in given else None
+        if len(options["resume"]) == 1:
+            _resume(options["resume"][0], steps, options["tensorboard"])
+        else:
+            _resume_group(options["resume"], steps, options["tensorboard"])
         return
+    seeds = None
+    if options["seeds"] is not None:
+        from semzoo.run.multi import parse_seeds
+
+        if "seed" in given:
+            fail(f"--seed {options['seed']} and --seeds {options['seeds']} together: give one of them "
+                 "(--seeds 0-9 trains ten runs, --seed 3 one)", USAGE_ERROR)
+        seeds = _build(parse_seeds, spec=options["seeds"])
     config = _build(TrainConfig.from_dict, data=_config_data(options, TRAIN_FIELDS, TRAIN_FLAGS))
     _build(resolve_device, name=config.device)  # a device this machine lacks is a bad --device: usage error
     _check_env(config)
+    if seeds is not None:
+        _train_group(config, seeds, options["tensorboard"])
+        return
     progress = _Progress(config.steps)
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -196,6 +218,56 @@ def train(ctx: typer.Context, **options: Any) -> None:
 
 train.__signature__ = inspect.Signature(_train_parameters(TRAIN_FIELDS, TRAIN_FLAGS))  # type: ignore[attr-defined]
 app.command()(train)
+
+
+def _train_group(config: TrainConfig, seeds: list[int], tensorboard: bool) -> None:
+    """``train --seeds``: one run per seed in one process, one progress line, one report line per run."""
+    from semzoo.run.multi import MultiTrainer
+
+    if config.run_name and len(seeds) > 1:
+        fail(f"--run-name {config.run_name} names one run; the runs of --seeds take the default names "
+             "<env>_<algo>_seed<seed> under --out: drop --run-name", USAGE_ERROR)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            group = MultiTrainer.create(config, seeds, tensorboard=tensorboard)
+        except (ValueError, TypeError) as err:
+            _echo_warnings(caught)
+            fail(_run_error(err, config.env_args))
+        _run_group(group, caught)
+
+
+def _resume_group(run_dirs: list[str], steps: int | None, tensorboard: bool) -> None:
+    """``train --resume A --resume B ...``: continue a --seeds group in one process."""
+    from semzoo.run.multi import MultiTrainer
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            group = MultiTrainer.resume(run_dirs, steps=steps, tensorboard=tensorboard)
+        except (ValueError, TypeError) as err:
+            _echo_warnings(caught)
+            fail(str(err))
+        for trainer in group.trainers:
+            typer.echo(f"resuming {trainer.run_dir} at {trainer.counters.env_steps:,} env steps", err=True)
+        _run_group(group, caught)
+
+
+def _run_group(group: Any, caught: list[warnings.WarningMessage]) -> None:
+    trainers = group.trainers
+    progress = _Progress(sum(t.config.steps for t in trainers), start=sum(t.counters.env_steps for t in trainers),
+                         label=f"train x{len(trainers)}")
+    group.progress = progress
+    try:
+        results = group.run()
+    except (ValueError, TypeError) as err:
+        fail(_run_error(err, trainers[0].config.env_args))
+    finally:
+        group.close()
+        progress.close()
+    _echo_warnings(caught)
+    for trainer, result in zip(trainers, results):
+        _report(trainer.config, trainer.run_dir, result)
 
 
 def _run_error(err: ValueError | TypeError, env_args: dict[str, Any]) -> str:

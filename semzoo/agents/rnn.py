@@ -18,6 +18,11 @@ NO_ACTION = -1
 """Last-action id before the first step (encoded as an all-zero one-hot)."""
 
 
+def one_hot(index: torch.Tensor, n: int, dtype: torch.dtype) -> torch.Tensor:
+    """``F.one_hot(index, n).to(dtype)`` without its data-dependent range check, so it runs under ``vmap``: [..., n]."""
+    return (index.unsqueeze(-1) == torch.arange(n, device=index.device)).to(dtype)
+
+
 class RNNAgent(nn.Module):
     """obs (+ last action one-hot, + agent id one-hot) -> fc -> ReLU -> GRU -> fc -> Q_a.
 
@@ -51,7 +56,7 @@ class RNNAgent(nn.Module):
         parts = [obs_BTAO]
         b, t, a, _ = obs_BTAO.shape
         if self.obs_last_action:
-            onehot = F.one_hot(last_action_BTA.clamp(min=0), self.n_actions).to(obs_BTAO.dtype)
+            onehot = one_hot(last_action_BTA.clamp(min=0), self.n_actions, obs_BTAO.dtype)
             parts.append(onehot * (last_action_BTA >= 0).unsqueeze(-1).to(obs_BTAO.dtype))
         if self.obs_agent_id:
             eye = torch.eye(a, device=obs_BTAO.device, dtype=obs_BTAO.dtype)

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from semzoo.agents.rnn import MASKED_Q, RNNAgent
+from semzoo.agents.rnn import MASKED_Q, RNNAgent, one_hot
 from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
 from semzoo.episodic.tables import EpisodicMemory
 from semzoo.episodic.target import TableLookup, combine_target, table_lookup
@@ -108,7 +107,7 @@ class QLearner:
             return {}
         max_qs = q_BTAU.masked_fill(~avail_BTAU, MASKED_Q).max(dim=-1).values
         max_qs = torch.where(avail_BTAU.any(-1), max_qs, 0.0)
-        return {"actions_onehot": F.one_hot(actions_BTA, q_BTAU.shape[-1]).to(q_BTAU.dtype), "max_qs": max_qs}
+        return {"actions_onehot": one_hot(actions_BTA, q_BTAU.shape[-1], q_BTAU.dtype), "max_qs": max_qs}
 
     def greedy_next_actions(self, q_BTAU: torch.Tensor, target_q_BTAU: torch.Tensor, clean: CleanBatch) -> torch.Tensor:
         """argmax over available actions at t+1: online net's (double Q) or target's. [B,T,A]"""

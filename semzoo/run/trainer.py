@@ -51,6 +51,7 @@ from semzoo.run.rundir import (
     write_final,
 )
 from semzoo.run.runner import EpisodeRunner, RolloutStats
+from semzoo.types import EpisodeBatch
 
 BYTES_PER_MB = 1e6
 Progress = Callable[[dict[str, Any]], None]
@@ -233,15 +234,34 @@ class Trainer:
 
     def learn(self, n_episodes: int) -> None:
         """``updates_per_episode`` gradient steps per collected episode, then the periodic target sync."""
+        self.owe_updates(n_episodes)
+        while (sample := self.next_update_batch()) is not None:
+            self.record_update(self.learner.train(sample))
+        self.finish_learning()
+
+    # The steps of ``learn``, also driven by semzoo.run.multi (K runs' updates in one vmapped step).
+
+    def owe_updates(self, n_episodes: int) -> None:
+        """``updates_per_episode`` gradient updates owed for each of ``n_episodes`` new episodes."""
+        self.counters.update_credit += n_episodes * self.config.learner.updates_per_episode
+
+    def next_update_batch(self) -> EpisodeBatch | None:
+        """The batch of the next gradient update owed (its credit paid), or None: none owed or H too small."""
         c, cfg = self.counters, self.config.learner
-        c.update_credit += n_episodes * cfg.updates_per_episode
-        while c.update_credit >= 1.0 and self.buffer.can_sample(cfg.batch_size):
-            c.update_credit -= 1.0
-            sample = self.buffer.sample(cfg.batch_size, self.generator).to(self.device)
-            stats = self.learner.train(sample)
-            c.updates += 1
-            for k, v in stats.items():
-                self._window.setdefault(k, []).append(v)
+        if c.update_credit < 1.0 or not self.buffer.can_sample(cfg.batch_size):
+            return None
+        c.update_credit -= 1.0
+        return self.buffer.sample(cfg.batch_size, self.generator).to(self.device)
+
+    def record_update(self, stats: dict[str, float]) -> None:
+        """Count one gradient update and keep its diagnostics for the next metric row."""
+        self.counters.updates += 1
+        for k, v in stats.items():
+            self._window.setdefault(k, []).append(v)
+
+    def finish_learning(self) -> None:
+        """After an iteration's updates: no credit piles up while H fills; the periodic target sync."""
+        c, cfg = self.counters, self.config.learner
         if not self.buffer.can_sample(cfg.batch_size):
             c.update_credit = 0.0  # no credit piles up while the buffer fills
         if c.episodes - c.last_target_update >= cfg.target_update_episodes:
