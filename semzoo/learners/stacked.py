@@ -4,28 +4,36 @@ K learners of one config (different seeds) each bring a batch sampled from their
 
     pad the K batches to a common length T          (padding is masked and the GRU is causal: no real step changes)
     per run: CleanBatch, the episodic table lookup   (numpy, outside vmap)
-    stack every run's parameters; vmap(grad(QLearner.loss)) through run 0's modules with each run's parameters
-    per run: gradients into its own modules' .grad, then its own QLearner.step (clip + RMSprop)
+    per run: the agent networks' Q_a                 (the fused CPU GRU kernel, outside vmap)
+    stack the runs' mixer parameters; vmap(QLearner.loss) through run 0's code with each run's parameters and Q_a
+    backward of the summed losses                    (each run's gradients reach its own modules)
+    per run: its own QLearner.step (clip + RMSprop)
 
-The many small ops of an update (the mixer's hypernetworks, masks, the loss) are dispatched once for K runs
-instead of K times. Each learner and its optimiser stay the single source of truth: checkpoints,
+The many small ops of an update (the mixers' hypernetworks, masks, targets, the loss) are dispatched once
+for K runs instead of K times. Each learner and its optimiser stay the single source of truth: checkpoints,
 evaluation and resume read them as in a single run. The loss is ``QLearner.loss`` itself, not a copy.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import torch
 from torch import nn
-from torch.func import functional_call, grad, vmap
+from torch.func import functional_call, vmap
 
+from semzoo.agents.rnn import RNNAgent
 from semzoo.episodic.target import TableLookup
 from semzoo.learners.batch import CleanBatch
 from semzoo.learners.q_learner import QLearner, stats_to_floats
 from semzoo.types import EpisodeBatch
+
+PAD_RATIO = 1.5
+"""Batches longer than this times the shortest of a vmapped call go to another call: padding costs compute
+(one SMAX episode that hit the time limit can make a batch four times the length of the others)."""
 
 
 def pad_batch(batch: EpisodeBatch, n_steps: int) -> EpisodeBatch:
@@ -42,12 +50,34 @@ def pad_batch(batch: EpisodeBatch, n_steps: int) -> EpisodeBatch:
                                          if f.name != "length"})
 
 
+class _GivenQ(nn.Module):
+    """Stands in for an agent network inside the vmapped loss: returns the Q_a [B,T+1,A,U] computed before it.
+
+    The agents' GRUs run outside vmap, one run at a time (PyTorch's fused CPU GRU kernel has no batching rule,
+    and its decomposition under vmap is about twice as slow); ``used`` records whether the loss read it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.q: torch.Tensor | None = None
+        self.used = False
+
+    def build_inputs(self, obs_BTAO: torch.Tensor, last_action_BTA: torch.Tensor) -> torch.Tensor:
+        return obs_BTAO
+
+    def forward(self, inputs_BTAI: torch.Tensor, hidden_BAH: torch.Tensor | None = None) -> tuple[torch.Tensor, None]:
+        assert self.q is not None, "the agent's Q values are computed before the vmapped loss"
+        self.used = True
+        return self.q, None
+
+
 class _Loss(nn.Module):
-    """A learner's networks as one module whose forward is the learner's loss (for ``functional_call``)."""
+    """A learner's mixing networks as one module whose forward is the learner's loss (for ``functional_call``)."""
 
     def __init__(self, learner: QLearner) -> None:
         super().__init__()
-        self.nets = nn.ModuleDict(learner.networks())
+        self.nets = nn.ModuleDict({name: net for name, net in learner.networks().items()
+                                   if not isinstance(net, RNNAgent)})
         self.learner = learner
 
     def forward(self, clean: dict[str, torch.Tensor],
@@ -64,6 +94,11 @@ class StackedUpdate:
 
     ``learners`` fixes the group (same class, config and network sizes); any subset of them may update at
     a time (a run that finished, or whose buffer cannot sample yet, sits out).
+
+    The loss runs once for all runs: ``QLearner.loss`` of a shallow copy of the first learner whose agent
+    networks are stand-ins (``_GivenQ``) holding every run's Q_a, computed run by run beforehand, and whose
+    mixers take each run's parameters through ``functional_call`` under ``vmap``. One backward pass of the
+    summed losses then gives each run its own gradients (the losses share no parameter).
     """
 
     def __init__(self, learners: Sequence[QLearner]) -> None:
@@ -74,49 +109,93 @@ class StackedUpdate:
             if type(learner) is not type(first) or learner.config != first.config \
                     or learner.memory_config != first.memory_config or learner.memory_kind != first.memory_kind:
                 raise ValueError("the learners of a StackedUpdate must share the algorithm and config (seeds may differ)")
+        self.agent_names = [name for name, net in first.networks().items() if isinstance(net, RNNAgent)]
         self.modules = [_Loss(learner) for learner in learners]
-        self.template = self.modules[0]
-        shapes = {name: p.shape for name, p in self.template.named_parameters()}
-        for module, learner in zip(self.modules, learners):
+        shapes = {name: p.shape for name, p in self.modules[0].named_parameters()}
+        for module in self.modules:
             if {name: p.shape for name, p in module.named_parameters()} != shapes:
                 raise ValueError("the learners of a StackedUpdate must have networks of the same sizes")
-            trained = {id(p) for p in module.parameters() if p.requires_grad}
-            assert trained == {id(p) for p in learner.params}, "the trained networks hold exactly QLearner.params"
+        template = copy.copy(first)  # the same config and mixers; its agents become stand-ins
+        self.given = {name: _GivenQ() for name in self.agent_names}
+        for name, stand_in in self.given.items():
+            setattr(template, name, stand_in)
+        self.template = _Loss(template)
+        self._read: list[str] | None = None  # the agent networks the loss reads, known after the first update
         self._index = {id(learner): i for i, learner in enumerate(learners)}
 
-        def loss(trained: dict[str, torch.Tensor], frozen: dict[str, torch.Tensor], clean: dict[str, torch.Tensor],
-                 lookup: dict[str, torch.Tensor] | None) -> tuple[torch.Tensor, tuple[torch.Tensor, Any]]:
-            value, stats = functional_call(self.template, {**trained, **frozen}, (clean, lookup), strict=True)
-            return value, (value.detach(), stats)
-
-        self._grad_loss = grad(loss, has_aux=True)
+    def _loss(self, params: dict[str, torch.Tensor], q: dict[str, torch.Tensor], clean: dict[str, torch.Tensor],
+              lookup: dict[str, torch.Tensor] | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """One run's loss and diagnostics (called under vmap, so every tensor here is one run's)."""
+        for name, stand_in in self.given.items():
+            stand_in.q = q.get(name)
+        return functional_call(self.template, params, (clean, lookup), strict=True)
 
     def train(self, learners: Sequence[QLearner], batches: Sequence[EpisodeBatch]) -> list[dict[str, float]]:
-        """One gradient step of each of ``learners`` on its batch; the diagnostics of each, as ``QLearner.train``."""
+        """One gradient step of each of ``learners`` on its batch; the diagnostics of each, as ``QLearner.train``.
+
+        Runs whose batches have similar lengths (within ``PAD_RATIO``) update in one vmapped call; a run
+        left alone takes the plain ``QLearner.train``.
+        """
         if len(learners) != len(batches) or not learners:
             raise ValueError(f"{len(learners)} learners and {len(batches)} batches: expected one batch per learner")
+        length = [batch.reward.shape[1] for batch in batches]
+        chunks: list[list[int]] = []
+        for i in sorted(range(len(batches)), key=lambda i: length[i]):
+            if chunks and length[i] <= PAD_RATIO * length[chunks[-1][0]]:
+                chunks[-1].append(i)
+            else:
+                chunks.append([i])
+        results: list[dict[str, float]] = [{} for _ in batches]
+        for chunk in chunks:
+            if len(chunk) == 1:
+                done = [learners[chunk[0]].train(batches[chunk[0]])]
+            else:
+                done = self._train_together([learners[i] for i in chunk], [batches[i] for i in chunk])
+            for i, stats in zip(chunk, done):
+                results[i] = stats
+        return results
+
+    def _train_together(self, learners: Sequence[QLearner], batches: Sequence[EpisodeBatch]) -> list[dict[str, float]]:
+        """One vmapped gradient step of ``learners``, each on its batch."""
         modules = [self.modules[self._index[id(learner)]] for learner in learners]
-        n_steps = max(batch.reward.shape[1] for batch in batches)
-        cleans = [CleanBatch.from_batch(pad_batch(batch, n_steps)) for batch in batches]
+        own = [CleanBatch.from_batch(batch) for batch in batches]
+        for learner in learners:
+            learner.optimizer.zero_grad(set_to_none=True)
+        # Q_a of every agent network the loss reads, run by run on the run's own batch (with gradient for the
+        # trained ones), then padded with zeros like the batch: the GRU is causal and the loss masks padding.
+        n_slots = max(clean.reward.shape[1] for clean in own) + 1
+        q_K: dict[str, torch.Tensor] = {}
+        for name in self._read if self._read is not None else self.agent_names:
+            per_run = []
+            for learner, clean in zip(learners, own):
+                agent = getattr(learner, name)
+                with torch.set_grad_enabled(any(p.requires_grad for p in agent.parameters())):
+                    q = learner.agent_q(agent, clean)
+                per_run.append(torch.cat([q, q.new_zeros((q.shape[0], n_slots - q.shape[1], *q.shape[2:]))], dim=1))
+            q_K[name] = torch.stack(per_run)
+        cleans = [CleanBatch.from_batch(pad_batch(batch, n_slots - 1)) for batch in batches]
         lookups = [learner.table_lookup(clean) for learner, clean in zip(learners, cleans)]
         clean_K = {name: torch.stack([getattr(c, name) for c in cleans]) for name in _fields(cleans[0])}
         lookup_K = None
         if lookups[0] is not None:
             lookup_K = {name: torch.stack([getattr(lk, name) for lk in lookups]) for name in _fields(lookups[0])}
         named = [dict(module.named_parameters()) for module in modules]
-        trained_K: dict[str, torch.Tensor] = {}
-        frozen_K: dict[str, torch.Tensor] = {}
-        for name, p in named[0].items():
-            stacked = torch.stack([params[name].detach() for params in named])
-            (trained_K if p.requires_grad else frozen_K)[name] = stacked
+        params_K = {name: torch.stack([params[name].detach() for params in named]).requires_grad_(p.requires_grad)
+                    for name, p in named[0].items()}
+        for stand_in in self.given.values():
+            stand_in.used = False
         in_dims = (0, 0, 0, None if lookup_K is None else 0)
-        grads_K, (loss_K, stats_K) = vmap(self._grad_loss, in_dims=in_dims)(trained_K, frozen_K, clean_K, lookup_K)
+        loss_K, stats_K = vmap(self._loss, in_dims=in_dims)(params_K, q_K, clean_K, lookup_K)
+        if self._read is None:
+            self._read = [name for name, stand_in in self.given.items() if stand_in.used]
+        loss_K.sum().backward()  # the runs share no parameter: each gets its own loss's gradient
         results = []
         for k, (learner, params) in enumerate(zip(learners, named)):
-            for name, g in grads_K.items():
-                params[name].grad = g[k]
+            for name, stacked in params_K.items():
+                if stacked.grad is not None:
+                    params[name].grad = stacked.grad[k]
             stats = stats_to_floats({name: value[k] for name, value in stats_K.items()})
-            stats.update(loss=float(loss_K[k]), grad_norm=learner.step())
+            stats.update(loss=float(loss_K[k].detach()), grad_norm=learner.step())
             results.append(stats)
         return results
 
