@@ -2,7 +2,7 @@
 
 Same configs (the default TrainConfig, QMIX, seeds 0..K-1), short runs, the two variants measured
 alternately in one process so machine load hits both alike. Prints per env and K: env steps/s (total
-over the K runs), ms per update per run, collection ms per 1k env steps per run, the group's speed-up, and
+over the K runs), ms per update per run (the learning phase: sampling, updates, target syncs), collection ms per 1k env steps per run, the group's speed-up, and
 an extrapolation of a 10 seeds x 500k env steps QMIX study on SMAX 3m.
 
     python scripts/bench_study.py [--steps 10000] [--ks 1,4,10] [--envs smax:3m,mpe] [--repeats 1]
@@ -24,7 +24,6 @@ from typing import Any
 import torch
 
 from semzoo.config import TrainConfig
-from semzoo.learners.stacked import StackedUpdate
 from semzoo.run.multi import MultiTrainer
 from semzoo.run.trainer import Trainer
 
@@ -67,7 +66,7 @@ def single_runs(configs: Sequence[TrainConfig]) -> Timing:
     timing = Timing()
     for config in configs:
         trainer = Trainer(config, tensorboard=False)
-        trainer.learner.train = timed(trainer.learner.train, timing)  # type: ignore[method-assign]
+        trainer.learn = timed(trainer.learn, timing)  # type: ignore[method-assign]
         timed_collect(trainer, timing)
         start = time.perf_counter()
         trainer.run()
@@ -83,11 +82,9 @@ def group_run(configs: Sequence[TrainConfig]) -> Timing:
     timing = Timing()
     group = MultiTrainer([Trainer(config, tensorboard=False) for config in configs])
     for trainer in group.trainers:
-        trainer.learner.train = timed(trainer.learner.train, timing)  # type: ignore[method-assign]
+        trainer.learn = timed(trainer.learn, timing)  # type: ignore[method-assign]  # K = 1: the plain loop
         timed_collect(trainer, timing)
-    if group._stacked is not None:
-        stacked: StackedUpdate = group._stacked
-        stacked.train = timed(stacked.train, timing)  # type: ignore[method-assign]
+    group._learn = timed(group._learn, timing)  # type: ignore[method-assign]  # K > 1: every run's updates
     start = time.perf_counter()
     group.run()
     timing.wall_s = time.perf_counter() - start
