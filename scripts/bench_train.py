@@ -20,6 +20,7 @@ import argparse
 import os
 import resource
 import statistics
+import threading
 import time
 
 import torch
@@ -94,6 +95,8 @@ def ab(args: argparse.Namespace) -> None:
     rates: dict[bool, list[float]] = {False: [], True: []}
     print(f"workload: {args.algo}, GRU agent, MPE2 simple_spread, {args.n_envs} envs, batch 32, {args.steps:,} env "
           f"steps per run, {args.threads} torch threads, {os.cpu_count()} cores, load before: {_load()}")
+    print(f"control: two threads of matrix products keep {_cores_available():.2f} cores busy in this process "
+          "(2.00 on an idle 2-core machine; the most any overlap can use)")
     for round_ in range(args.ab):
         for sequential in (False, True):
             config = TrainConfig(env="pz:mpe2.simple_spread_v3:parallel_env", algo=args.algo, steps=args.steps,
@@ -112,6 +115,25 @@ def ab(args: argparse.Namespace) -> None:
     overlapped, sequential_ = statistics.median(rates[False]), statistics.median(rates[True])
     print(f"median  overlapped {overlapped:7.0f}  sequential {sequential_:7.0f} env steps/s  "
           f"ratio {overlapped / sequential_:.2f}x")
+    print(f"control after: {_cores_available():.2f} cores busy, load: {_load()}")
+
+
+def _cores_available(seconds: float = 1.0) -> float:
+    """CPU seconds per wall second of two threads doing 400x400 matrix products (torch drops the GIL for them)."""
+    matrix = torch.randn(400, 400)
+    deadline = time.perf_counter() + seconds
+
+    def work() -> None:
+        while time.perf_counter() < deadline:
+            matrix @ matrix
+
+    start, cpu_start = time.perf_counter(), time.process_time()
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return (time.process_time() - cpu_start) / (time.perf_counter() - start)
 
 
 def _load() -> str:
