@@ -1,6 +1,6 @@
 """A seed study's cost: K separate single runs, one after another, against one K-run group (semzoo.run.multi).
 
-Same configs (the default TrainConfig, QMIX, seeds 0..K-1), short runs, the two variants measured
+Same configs (the default TrainConfig with the sequential loop, QMIX, seeds 0..K-1), short runs, the two variants measured
 alternately in one process so machine load hits both alike. Prints per env and K: env steps/s (total
 over the K runs), ms per update per run (the learning phase: sampling, updates, target syncs), collection ms per 1k env steps per run, the group's speed-up, and
 an extrapolation of a 10 seeds x 500k env steps QMIX study on SMAX 3m.
@@ -111,7 +111,8 @@ def main() -> None:
     rates: dict[tuple[str, int, str], list[float]] = {}
     for env_key in args.envs.split(","):
         env, env_args = ENVS[env_key]
-        base = TrainConfig(env=env, env_args=env_args, algo="qmix", steps=args.steps, device="cpu",
+        # Both variants take the sequential loop (a group always does): the comparison is of the updates.
+        base = TrainConfig(env=env, env_args=env_args, algo="qmix", steps=args.steps, device="cpu", sequential=True,
                            test_interval=10**12, log_interval=10**12, save_interval=0)
         single_runs([replace(base, steps=base.n_envs * 60)])  # warm-up: JAX compilation, first-call costs
         for k in (int(x) for x in args.ks.split(",")):

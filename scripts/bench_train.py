@@ -6,13 +6,21 @@ collection-only steps/s and peak RSS, with ratios against the reference figures 
 PyMARL-family code base measured on this kind of machine (feed-forward agent):
 580 env steps/s end to end and 13.9 ms per update.
 
-    python scripts/bench_train.py [--steps 50000] [--n-envs 8] [--threads 2]
+    python scripts/bench_train.py [--steps 50000] [--n-envs 8] [--threads 2] [--sequential]
+    python scripts/bench_train.py --ab 3 [--steps 20000]
+
+By default acting overlaps learning (the trainer's default); --sequential measures the collect-then-learn
+loop instead. --ab N alternates the two modes N times in this one process (overlapped first) and prints
+each run's env steps/s, each mode's median and their ratio.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
+import statistics
+import threading
 import time
 
 import torch
@@ -32,11 +40,18 @@ def main() -> None:
     parser.add_argument("--n-envs", type=int, default=8)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--algo", default="qmix")
+    parser.add_argument("--sequential", action="store_true", help="collect, then learn (the loop of 0.2)")
+    parser.add_argument("--ab", type=int, default=0, metavar="N",
+                        help="alternate overlapped and sequential runs N times; print both rates and their ratio")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.ab > 0:
+        ab(args)
+        return
 
     config = TrainConfig(env="pz:mpe2.simple_spread_v3:parallel_env", algo=args.algo, steps=args.steps,
-                         n_envs=args.n_envs, device="cpu", test_interval=10**12, log_interval=10**12)
+                         n_envs=args.n_envs, device="cpu", test_interval=10**12, log_interval=10**12,
+                         threads=args.threads, sequential=args.sequential)
     trainer = Trainer(config)
     update_time = 0.0
     original_train = trainer.learner.train
@@ -64,7 +79,8 @@ def main() -> None:
     ms_update = 1e3 * update_time / max(updates, 1)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"workload: {args.algo}, GRU agent, MPE2 simple_spread, {args.n_envs} envs, batch 32, "
-          f"{steps:,} env steps, {updates:,} updates, {args.threads} torch threads")
+          f"{steps:,} env steps, {updates:,} updates, {args.threads} torch threads, "
+          f"{'sequential' if args.sequential else 'acting overlaps learning'}")
     print(f"end to end        {rate:9.0f} env steps/s   ({rate / REFERENCE_STEPS_PER_S:.2f}x reference "
           f"{REFERENCE_STEPS_PER_S:.0f}; target >= {TARGET_SPEEDUP:.0f}x)")
     print(f"per update        {ms_update:9.2f} ms         ({REFERENCE_MS_PER_UPDATE / ms_update:.2f}x faster than "
@@ -72,6 +88,57 @@ def main() -> None:
     print(f"collection only   {collect_rate:9.0f} env steps/s")
     print(f"wall time         {total:9.1f} s")
     print(f"peak RSS          {peak_mb:9.0f} MB")
+
+
+def ab(args: argparse.Namespace) -> None:
+    """Overlapped and sequential runs of the same config, alternated in this process; env steps/s of each."""
+    rates: dict[bool, list[float]] = {False: [], True: []}
+    print(f"workload: {args.algo}, GRU agent, MPE2 simple_spread, {args.n_envs} envs, batch 32, {args.steps:,} env "
+          f"steps per run, {args.threads} torch threads, {os.cpu_count()} cores, load before: {_load()}")
+    print(f"control: two threads of matrix products keep {_cores_available():.2f} cores busy in this process "
+          "(2.00 on an idle 2-core machine; the most any overlap can use)")
+    for round_ in range(args.ab):
+        for sequential in (False, True):
+            config = TrainConfig(env="pz:mpe2.simple_spread_v3:parallel_env", algo=args.algo, steps=args.steps,
+                                 n_envs=args.n_envs, device="cpu", test_interval=10**12, log_interval=10**12,
+                                 threads=args.threads, sequential=sequential, seed=round_)
+            trainer = Trainer(config)
+            start, cpu_start = time.perf_counter(), time.process_time()
+            trainer.run()
+            wall = time.perf_counter() - start
+            cores = (time.process_time() - cpu_start) / wall  # CPU seconds of all threads per wall second
+            rate = trainer.counters.env_steps / wall
+            trainer.close()
+            rates[sequential].append(rate)
+            print(f"round {round_}  {'sequential' if sequential else 'overlapped'}  {rate:7.0f} env steps/s  "
+                  f"({trainer.counters.updates:,} updates, {cores:.2f} cores busy)  load: {_load()}", flush=True)
+    overlapped, sequential_ = statistics.median(rates[False]), statistics.median(rates[True])
+    print(f"median  overlapped {overlapped:7.0f}  sequential {sequential_:7.0f} env steps/s  "
+          f"ratio {overlapped / sequential_:.2f}x")
+    print(f"control after: {_cores_available():.2f} cores busy, load: {_load()}")
+
+
+def _cores_available(seconds: float = 1.0) -> float:
+    """CPU seconds per wall second of two threads doing 400x400 matrix products (torch drops the GIL for them)."""
+    matrix = torch.randn(400, 400)
+    deadline = time.perf_counter() + seconds
+
+    def work() -> None:
+        while time.perf_counter() < deadline:
+            matrix @ matrix
+
+    start, cpu_start = time.perf_counter(), time.process_time()
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return (time.process_time() - cpu_start) / (time.perf_counter() - start)
+
+
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages (how busy the machine was)."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":

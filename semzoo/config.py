@@ -214,6 +214,9 @@ class TrainConfig:
     threads: int = ranged(1, NON_NEGATIVE, "0 keeps torch's default")
     """torch CPU threads for this process (0 keeps torch's default). One is fastest for semzoo's small
     networks on a shared machine: with two threads on a loaded 2-core box an update ran 10x slower."""
+    sequential: bool = False
+    """Collect, then learn, one after the other (the loop of 0.2 and before); by default the next episodes are
+    collected on a second thread while the learner updates, with policy parameters one batch's updates behind."""
     n_envs: int = ranged(8, AT_LEAST_ONE)
     """Environments stepped in parallel; episodes are collected n_envs at a time."""
     episode_limit: int | None = ranged(None, AT_LEAST_ONE)

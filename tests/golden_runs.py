@@ -10,6 +10,9 @@ saem-ow-qmix (the WQMIX ids with miss rule "zero") on all three envs gave byte-i
 in these short runs every sampled batch's SAEM lookups hit all or nothing, where both divisions agree.
 tests/test_one_loss.py pins the fix instead.
 
+The rows come from the sequential loop (collect, then learn), so the golden runs set ``sequential``: they
+prove that the flag restores that loop bit for bit now that acting overlaps learning by default.
+
 One later change is a new diagnostic, not learning: SEM-WQMIX now logs ``target_e_hit`` like every other
 learner with memory. The twelve sem-/saem- cw-qmix/ow-qmix entries were re-recorded then, after checking
 that each new recording minus its ``target_e_hit`` rows equals the 0.1 recording row for row (4 or 6
@@ -38,7 +41,7 @@ def golden_config_dict(env: str, algo: str) -> dict[str, Any]:
     return {
         "env": env, "algo": algo, "seed": 7, "steps": 300 if smax else 240, "n_envs": 4,
         "test_interval": 150 if smax else 120, "test_episodes": 4, "log_interval": 60 if smax else 40,
-        "save_interval": 0, "threads": 1, "device": "cpu",
+        "save_interval": 0, "threads": 1, "device": "cpu", "sequential": True,
         "learner": {"batch_size": 4, "buffer_size": 16, "target_update_episodes": 8, "lr": 5e-3},
         "memory": {"lam": 0.5, "pending_size": 30, "capacity": 1000,
                    "miss_rule": "zero" if algo.startswith("saem-") else "target"},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -69,12 +70,15 @@ def test_no_win_rate_when_the_env_does_not_report_battle_won():
         trainer.close()
 
 
-def test_training_logs_test_win_rate_every_test_interval(tmp_path):
+@pytest.mark.parametrize("sequential", [True, False], ids=["sequential", "overlapped"])
+def test_training_logs_test_win_rate_every_test_interval(tmp_path, sequential):
+    """Overlapped, the last batch's updates come after the housekeeping at the last step: a closing row follows."""
     from semzoo.run.rundir import read_metrics
 
-    run_dir, result = train(fake_config(out=str(tmp_path)), tensorboard=False)
-    steps = [r["env_steps"] for r in read_metrics(run_dir) if r["name"] == "test_win_rate"]
-    assert steps == [30, 60] and "test_win_rate" in result
+    run_dir, result = train(fake_config(out=str(tmp_path), sequential=sequential), tensorboard=False)
+    rows = [r for r in read_metrics(run_dir) if r["name"] == "test_win_rate"]
+    assert [r["env_steps"] for r in rows] == ([30, 60] if sequential else [30, 60, 60]) and "test_win_rate" in result
+    assert rows[-1]["updates"] == json.loads((run_dir / "final.json").read_text())["updates"] > rows[-2]["updates"]
 
 
 def test_evaluate_command_replays_the_last_checkpoint(tmp_path):

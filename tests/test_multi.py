@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import random
 from pathlib import Path
 from typing import Any
@@ -192,6 +193,21 @@ def test_bad_seed_specs_name_the_value_and_the_fix(spec, needle):
     with pytest.raises(ValueError, match="--seeds") as err:
         parse_seeds(spec)
     assert needle in str(err.value)
+
+
+def test_a_group_takes_the_sequential_loop_and_one_seed_the_config_as_given(tmp_path):
+    config = dataclasses.replace(config_of("matrix:climbing", "vdn", tmp_path, steps=40), sequential=False)
+    group = train_seeds(config, [0, 1], progress=False, tensorboard=False)
+    assert all(json.loads((run_dir / "config.json").read_text())["sequential"] for run_dir, _ in group)
+    ((run_dir, _),) = train_seeds(dataclasses.replace(config, seed=5), [5], progress=False, tensorboard=False)
+    assert not json.loads((run_dir / "config.json").read_text())["sequential"]
+    from semzoo.run.multi import MultiTrainer
+
+    overlapped = [Trainer(dataclasses.replace(config, seed=s), tensorboard=False) for s in (0, 1)]
+    with pytest.raises(ValueError, match="sequential=True"):
+        MultiTrainer(overlapped)
+    for trainer in overlapped:
+        trainer.close()
 
 
 def test_a_group_needs_one_config_but_the_seed():

@@ -13,8 +13,10 @@ def epsilon_greedy(q_NAU: torch.Tensor, avail_NAU: torch.Tensor, epsilon: float,
     if epsilon <= 0.0:
         return greedy
     n, a, u = avail_NAU.shape
+    # The draws come from ``generator`` on the CPU, whatever device the Q values sit on: a CPU
+    # generator cannot draw on a GPU (torch raises), and a seed then explores alike on every device.
     # Uniform over available actions: argmax of random keys that are -1 where unavailable.
-    keys = torch.rand(n, a, u, generator=generator, device=q_NAU.device).masked_fill(~avail_NAU, -1.0)
+    keys = torch.rand(n, a, u, generator=generator).to(q_NAU.device).masked_fill(~avail_NAU, -1.0)
     random_actions = keys.argmax(dim=-1)
-    explore = torch.rand(n, a, generator=generator, device=q_NAU.device) < epsilon
+    explore = torch.rand(n, a, generator=generator).to(q_NAU.device) < epsilon
     return torch.where(explore, random_actions, greedy)

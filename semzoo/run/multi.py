@@ -10,8 +10,10 @@
 
 Every random draw of a run comes from its own streams (its generator, its env seeds, its table's
 projection), never from process-global RNG state, so run k samples, explores and evaluates exactly as
-the single run with its seed; only the update's float rounding differs (vmapped kernels, batches padded
-to the group's longest episode), within 1e-5 relative per update. K = 1 is the plain Trainer.
+the single run with its seed and the sequential loop (``sequential=True``, which a group of K > 1 runs
+sets: acting does not overlap learning in a group); only the update's float rounding differs (vmapped
+kernels, batches padded to a common length), within 1e-5 relative per update. K = 1 is the plain Trainer,
+with the config as given.
 
 Checkpoints are taken group-wide: when one run saves, every unfinished run saves at the same iteration,
 so ``MultiTrainer.resume`` of the whole group continues bit for bit. One run of a group resumed alone
@@ -86,6 +88,9 @@ class MultiTrainer:
         if not trainers:
             raise ValueError("a MultiTrainer needs at least one Trainer")
         check_group_configs([t.config for t in trainers])
+        if len(trainers) > 1 and not trainers[0].config.sequential:
+            raise ValueError("the runs of a group take the sequential loop (collect, then learn): build them with "
+                             "sequential=True (MultiTrainer.create does)")
         self.trainers = list(trainers)
         self.progress = progress
         self._stacked = StackedUpdate([t.learner for t in self.trainers]) if len(self.trainers) > 1 else None
@@ -101,7 +106,8 @@ class MultiTrainer:
         trainers: list[Trainer] = []
         try:
             for seed in seeds:
-                run_config = dataclasses.replace(config, seed=seed)
+                # A group runs the sequential loop (collect, then learn); one seed is the plain single run.
+                run_config = dataclasses.replace(config, seed=seed, sequential=config.sequential or len(seeds) > 1)
                 trainers.append(Trainer(run_config, run_dir=new_run_dir(run_config), tensorboard=tensorboard))
             return cls(trainers)
         except BaseException:
@@ -219,8 +225,8 @@ def train_seeds(config: TrainConfig, seeds: Sequence[int], *, progress: Progress
                 tensorboard: bool = True) -> list[tuple[Path, dict[str, float]]]:
     """Train ``config`` once per seed in one process (``MultiTrainer``); (run directory, final evaluation) per seed.
 
-    Each run is the single run of ``dataclasses.replace(config, seed=seed)`` in its default run directory
-    under ``config.out``; one seed is exactly ``semzoo.train``.
+    Each run is the single run of ``dataclasses.replace(config, seed=seed, sequential=True)`` (a group collects,
+    then learns) in its default run directory under ``config.out``; one seed is exactly ``semzoo.train(config)``.
     """
     group = MultiTrainer.create(config, list(seeds), tensorboard=tensorboard)
     return _run_group(group, progress)

@@ -34,6 +34,9 @@ TIMING_METRICS = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "te
 """Metrics that measure the machine, not the learning: they differ between identical runs."""
 RESUME_IGNORED_FIELDS = frozenset({"steps", "out", "run_name", "device"})
 """Config fields a resumed run may change: the others must match the checkpoint's."""
+STORED_BEFORE = {"sequential": True}
+"""Fields added after 0.2 whose default would change a stored run, with the value such a run was trained with:
+a config.json or checkpoint without the key ran that way (0.2 collected and learned one after the other)."""
 
 
 class RunLockedError(ValueError):
@@ -140,9 +143,14 @@ def load_run_config(run_dir: str | Path) -> TrainConfig:
     if not path.exists():
         raise ValueError(f"{run_dir} has no {CONFIG_FILE}: expected a run directory made by `semzoo train`")
     try:
-        return TrainConfig.from_dict(json.loads(path.read_text()))
+        return TrainConfig.from_dict(stored_config_dict(json.loads(path.read_text())))
     except (json.JSONDecodeError, TypeError, ValueError) as err:
         raise ValueError(f"{path} is not a valid semzoo config: {str(err).splitlines()[0]}") from None
+
+
+def stored_config_dict(data: dict[str, Any]) -> dict[str, Any]:
+    """A config dict read from a run directory, with the fields it predates set as it was trained (``STORED_BEFORE``)."""
+    return {**STORED_BEFORE, **data} if isinstance(data, dict) else data
 
 
 def check_checkpoint_matches(payload: dict[str, Any], config: TrainConfig, where: Path) -> None:
@@ -152,7 +160,7 @@ def check_checkpoint_matches(payload: dict[str, Any], config: TrainConfig, where
             f"checkpoint {where} belongs to env {payload.get('env')!r} with algo {payload.get('algo')!r}, but the run "
             f"is env {config.env!r} with algo {config.algo!r}: use the run directory the checkpoint came from"
         )
-    saved, current = payload.get("config", {}), config.to_dict()
+    saved, current = stored_config_dict(payload.get("config", {})), config.to_dict()
     differ = sorted(k for k in set(saved) | set(current) if k not in RESUME_IGNORED_FIELDS and saved.get(k) != current.get(k))
     if differ:
         raise CheckpointError(f"checkpoint {where} was written with other values of {differ} than {CONFIG_FILE} holds: "

@@ -9,12 +9,25 @@
         every `target_update_episodes` episodes: theta^- <- theta
         every interval: log, evaluate greedily, checkpoint                          (_housekeeping)
 
+Acting overlaps learning (the default; ``config.sequential`` restores the loop above exactly): while the
+learner takes the updates owed for batch k, batch k+1 is collected on a second thread by a copy of the
+agent, the "acting" agent, holding the parameters from before those updates. The policy lag is therefore
+exactly one batch's updates: batch k+1 is collected with the parameters after the updates of batches
+1..k-1, where the sequential loop uses those after 1..k. Everything else is unchanged and in the same
+order on the learner's side: the updates of batch k sample the buffer holding batches 1..k, the episodic
+memory has had batch k's returns, the target sync and epsilon read the same counters. The acting thread
+draws its exploration from its own generator (seeded from the run seed), so a seed still fixes the run.
+Housekeeping runs with nothing in flight: a checkpoint holds the owed updates (``update_credit``) and the
+acting parameters, and a resumed run continues bit for bit. After the last batch its owed updates run, so
+a run takes the sequential loop's number of updates.
+
 The run directory's layout is in ``semzoo.run.rundir``; a checkpoint holds every piece of state the
 loop reads, so a resumed run continues bit for bit.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib.util
 import json
@@ -23,6 +36,7 @@ import random
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +70,8 @@ from semzoo.types import EpisodeBatch
 BYTES_PER_MB = 1e6
 Progress = Callable[[dict[str, Any]], None]
 """Called after every iteration with the counters, epsilon, the target steps and the last test figures."""
+ACTING_STREAM = 1
+"""Spawn key of the acting thread's generator under the run seed (overlap mode), apart from the learner's."""
 
 
 @dataclass
@@ -74,9 +90,11 @@ class Counters:
     last_save: int = 0
     """Env steps at the last metric row, evaluation and checkpoint."""
     update_credit: float = 0.0
-    """Gradient updates owed (updates_per_episode may be fractional)."""
+    """Gradient updates owed (updates_per_episode may be fractional); in overlap mode, those of the last batch too."""
     test_runs: int = 0
     """Test episodes played so far: the position in the run's test-seed stream."""
+    test_updates: int = 0
+    """Gradient updates at the last evaluation (overlap mode evaluates again at the end after the last batch's updates)."""
 
 
 class Trainer:
@@ -129,6 +147,14 @@ class Trainer:
                                           obs_dim=env.obs_dim, state_dim=env.state_dim, n_actions=env.n_actions)
         self.runner = EpisodeRunner(env, self.agent, device=self.device, episode_limit=self.max_t)
         self.generator = torch.Generator().manual_seed(config.seed)
+        # Overlap mode: the acting agent (read only by the collecting thread) and its own random stream.
+        self.acting_agent: torch.nn.Module | None = None
+        self.acting_generator: torch.Generator | None = None
+        if not config.sequential:
+            self.acting_agent = copy.deepcopy(self.agent).requires_grad_(False)
+            self._acting_runner = EpisodeRunner(env, self.acting_agent, device=self.device, episode_limit=self.max_t)
+            seed = np.random.SeedSequence([config.seed, ACTING_STREAM]).generate_state(1, np.uint64)[0]
+            self.acting_generator = torch.Generator().manual_seed(int(seed))
         self.counters = Counters()
         # Loop state between metric rows, saved in checkpoints: episodes and learner stats of the window.
         self._recent: list[RolloutStats] = []
@@ -204,6 +230,10 @@ class Trainer:
         cfg, c = self.config, self.counters
         clock, wall_at_start = time.perf_counter(), c.wall_time
         self._window_clock, self._window_steps = clock, c.env_steps
+        if not cfg.sequential:
+            self._run_overlapped(clock, wall_at_start)
+            self._finish()
+            return self._last_eval
         while c.env_steps < cfg.steps:
             t0 = time.perf_counter()
             stats = self.collect()
@@ -217,11 +247,59 @@ class Trainer:
         self._finish()
         return self._last_eval
 
+    def _run_overlapped(self, clock: float, wall_at_start: float) -> None:
+        """The loop of overlap mode: batch k+1 is collected on a second thread while the updates owed for batch k run.
+
+        The acting agent is written only here, in this thread, with no collection in flight; the
+        collecting thread reads it, the env and the acting generator, and nothing the learner writes.
+        An exception on either thread ends the loop once the collection in flight has finished (one
+        batch of episodes), and the collector's own exception is raised here as it was raised there.
+        """
+        cfg, c = self.config, self.counters
+        assert self.acting_agent is not None and self.acting_generator is not None
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semzoo-acting") as acting:
+            while c.env_steps < cfg.steps:
+                seed, epsilon = self._collect_seed(), self.epsilon()
+                in_flight = acting.submit(self._timed_collection, seed, epsilon)
+                t0 = time.perf_counter()
+                self._update()  # the updates owed for the last batch, which the acting agent has not seen
+                self._add_time("time_learn_s", time.perf_counter() - t0)
+                batch, stats, seconds = in_flight.result()  # re-raises the collector's exception
+                self._add_time("time_collect_s", seconds)
+                self._store(batch, stats)
+                self.owe_updates(len(stats.returns))
+                self.acting_agent.load_state_dict(self.agent.state_dict())  # the next batch acts before these updates
+                c.wall_time = wall_at_start + time.perf_counter() - clock
+                self._recent.append(stats)
+                self._housekeeping()
+        # The last batch's owed updates, so the run takes as many as the sequential loop. The acting
+        # agent keeps the parameters from before them: a run extended with --steps goes on as one that
+        # had been asked for more steps from the start.
+        t0 = time.perf_counter()
+        self._update()
+        self._add_time("time_learn_s", time.perf_counter() - t0)
+        c.wall_time = wall_at_start + time.perf_counter() - clock
+
+    def _timed_collection(self, seed: int, epsilon: float) -> tuple[EpisodeBatch, RolloutStats, float]:
+        """One batch by the acting agent (runs on the collecting thread) and the seconds it took."""
+        started = time.perf_counter()
+        assert self.acting_generator is not None
+        batch, stats = self._acting_runner.run(epsilon=epsilon, seed=seed, generator=self.acting_generator)
+        return batch, stats, time.perf_counter() - started
+
     def collect(self) -> RolloutStats:
         """N epsilon-greedy training episodes into the replay buffer H and the episodic memory's pending set M."""
+        batch, stats = self.runner.run(epsilon=self.epsilon(), seed=self._collect_seed(), generator=self.generator)
+        self._store(batch, stats)
+        return stats
+
+    def _collect_seed(self) -> int:
+        """Env seed of the next training batch: the run's training stream at the episodes collected so far."""
+        return (self.config.seed * SEED_STRIDE + self.counters.episodes) % 2**31
+
+    def _store(self, batch: EpisodeBatch, stats: RolloutStats) -> None:
+        """A collected batch into the replay buffer H and the pending set M; the counters move on past it."""
         c = self.counters
-        seed = (self.config.seed * SEED_STRIDE + c.episodes) % 2**31
-        batch, stats = self.runner.run(epsilon=self.epsilon(), seed=seed, generator=self.generator)
         if self.config.learner.timeout_as_terminal:  # PyMARL: a time limit ends the episode like a real end
             last = (batch.length - 1).clamp(min=0)
             batch.terminated[torch.arange(batch.batch_size), last] = True
@@ -230,16 +308,22 @@ class Trainer:
             self.memory.update_from(batch)  # R_t of each real step; Q^S is written once M holds |M| steps
         c.env_steps += int(stats.lengths.sum())
         c.episodes += batch.batch_size
-        return stats
 
     def learn(self, n_episodes: int) -> None:
         """``updates_per_episode`` gradient steps per collected episode, then the periodic target sync."""
         self.owe_updates(n_episodes)
+        self._update()
+
+    def _update(self) -> None:
+        """The gradient steps owed (``update_credit``) while the buffer can fill a batch, then the periodic target sync.
+
+        Calling it again with nothing owed changes nothing.
+        """
         while (sample := self.next_update_batch()) is not None:
             self.record_update(self.learner.train(sample))
         self.finish_learning()
 
-    # The steps of ``learn``, also driven by semzoo.run.multi (K runs' updates in one vmapped step).
+    # The steps of ``_update``, also driven by semzoo.run.multi (K runs' updates in one vmapped step).
 
     def owe_updates(self, n_episodes: int) -> None:
         """``updates_per_episode`` gradient updates owed for each of ``n_episodes`` new episodes."""
@@ -305,7 +389,8 @@ class Trainer:
         self.save_checkpoint()
         if self._recent:
             self._log(self._train_metrics())
-        if c.last_test != c.env_steps or not self._last_eval:
+        if c.last_test != c.env_steps or not self._last_eval or (not self.config.sequential
+                                                                 and c.test_updates != c.updates):
             self._test()
         if self.run_dir is not None:
             write_final(self.run_dir, {"env_steps": c.env_steps, "episodes": c.episodes, "updates": c.updates,
@@ -318,6 +403,7 @@ class Trainer:
         self._log({**metrics, "test_time_s": time.perf_counter() - started})
         self._last_eval = metrics
         self.counters.last_test = self.counters.env_steps
+        self.counters.test_updates = self.counters.updates
 
     def _log(self, metrics: dict[str, float]) -> None:
         if self.logger is not None:
@@ -354,6 +440,8 @@ class Trainer:
         """Everything the loop reads, for an exact resume (numpy arrays, tensors, plain values)."""
         rng: dict[str, Any] = {"torch": torch.get_rng_state(), "generator": self.generator.get_state(),
                                "numpy": np.random.get_state(), "python": random.getstate()}
+        if self.acting_generator is not None:
+            rng["acting_generator"] = self.acting_generator.get_state()
         if torch.cuda.is_available():
             rng["cuda"] = torch.cuda.get_rng_state_all()
         buffer = self.buffer.state_dict()
@@ -371,6 +459,7 @@ class Trainer:
             "loop": {"recent": recent, "window": {k: list(v) for k, v in self._window.items()},
                      "last_eval": dict(self._last_eval)},
             "metrics_bytes": self.logger.nbytes() if self.logger is not None else 0,
+            **({"acting": self.acting_agent.state_dict()} if self.acting_agent is not None else {}),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -389,6 +478,9 @@ class Trainer:
         rng = state["rng"]
         torch.set_rng_state(rng["torch"])
         self.generator.set_state(rng["generator"])
+        if self.acting_agent is not None and self.acting_generator is not None:
+            self.acting_agent.load_state_dict(state["acting"])
+            self.acting_generator.set_state(rng["acting_generator"])
         np.random.set_state(rng["numpy"])
         random.setstate(rng["python"])
         if "cuda" in rng and torch.cuda.is_available():
