@@ -13,8 +13,8 @@ Acting overlaps learning (the default; ``config.sequential`` restores the loop a
 learner takes the updates owed for batch k, batch k+1 is collected by a copy of the agent, the "acting"
 agent, holding the parameters from before those updates. The collector is the actor process
 (``semzoo.run.actor``: its own envs, its own core, no shared GIL), or, as the reference and the fallback
-for an env a new process cannot build, a second thread of this process; the two give the same run. The policy lag is therefore
-exactly one batch's updates: batch k+1 is collected with the parameters after the updates of batches
+for an env a new process cannot build, a second thread of this process; the two give the same run.
+The policy lag is therefore exactly one batch's updates: batch k+1 is collected with the parameters after the updates of batches
 1..k-1, where the sequential loop uses those after 1..k. Everything else is unchanged and in the same
 order on the learner's side: the updates of batch k sample the buffer holding batches 1..k, the episodic
 memory has had batch k's returns, the target sync and epsilon read the same counters. The collector
