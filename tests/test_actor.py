@@ -152,3 +152,13 @@ def test_an_env_a_new_process_cannot_build_falls_back_to_the_thread(tmp_path):
     assert child_processes() == before
     run_with(config, tmp_path / "thread", in_process=False)
     assert metric_rows(tmp_path / "fallback") == metric_rows(tmp_path / "thread")
+
+
+def test_an_actor_process_that_dies_while_starting_falls_back_to_the_thread(tmp_path, monkeypatch):
+    monkeypatch.setattr("sys.executable", "/bin/false")  # the child exits at once, saying nothing
+    config = golden_config("matrix:two_step", "qmix", tmp_path)
+    with pytest.warns(UserWarning, match=r"died \(exit code 1\).*collecting on a thread instead"):
+        fallback = run_with(config, tmp_path / "fallback", in_process=True)
+    assert fallback.actor_startup_s is None
+    run_with(config, tmp_path / "thread", in_process=False)
+    assert metric_rows(tmp_path / "fallback") == metric_rows(tmp_path / "thread")

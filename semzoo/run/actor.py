@@ -35,7 +35,7 @@ from semzoo.run.runner import RolloutStats
 from semzoo.types import EpisodeBatch
 
 STARTUP_TIMEOUT_S = 600.0
-"""How long the parent waits for the child to import and build its envs (a JAX compile included)."""
+"""How long the parent waits for the child to import, build its envs and play a throwaway batch (JAX compiles)."""
 CLOSE_TIMEOUT_S = 5.0
 
 
@@ -85,7 +85,10 @@ class ActorProcess:
             self._conn.send((self._config_dict, self._device, self._episode_limit))
             if not self._conn.poll(STARTUP_TIMEOUT_S):
                 raise ActorStartError(f"the actor process did not start within {STARTUP_TIMEOUT_S:.0f} s")
-            kind, payload = self._receive()
+            try:
+                kind, payload = self._receive()
+            except RuntimeError as err:  # died before it could say why (e.g. semzoo does not import there)
+                raise ActorStartError(str(err)) from None
             if kind == "error":
                 raise ActorStartError(f"the actor process could not build its envs and agent: {_describe(payload)}")
         except BaseException:
@@ -166,6 +169,9 @@ def _child_main(fd: int) -> None:
         agent = RNNAgent.for_env(env, config.agent).to(device).requires_grad_(False)
         runner = EpisodeRunner(env, agent, device=device, episode_limit=episode_limit)
         generator = torch.Generator()
+        # One throwaway batch before saying ready: JAX compiles SMAX's step here, so startup_s holds the
+        # whole fixed cost. Every request resets the envs with its own seed, so it changes no result.
+        runner.run(epsilon=1.0, seed=0, generator=torch.Generator().manual_seed(0))
     except (EOFError, OSError):
         return  # the parent went away
     except BaseException as err:  # reported to the parent, which falls back to a thread
