@@ -7,11 +7,14 @@ PyMARL-family code base measured on this kind of machine (feed-forward agent):
 580 env steps/s end to end and 13.9 ms per update.
 
     python scripts/bench_train.py [--steps 50000] [--n-envs 8] [--threads 2] [--sequential]
-    python scripts/bench_train.py --ab 3 [--steps 20000]
+    python scripts/bench_train.py --ab 3 [--steps 20000] [--env smax:3m] [--collector thread]
 
-By default acting overlaps learning (the trainer's default); --sequential measures the collect-then-learn
-loop instead. --ab N alternates the two modes N times in this one process (overlapped first) and prints
-each run's env steps/s, each mode's median and their ratio.
+By default acting overlaps learning (the trainer's default), collecting in the actor process;
+--collector thread collects on a thread of this process instead (the reference), --sequential
+measures the collect-then-learn loop. --ab N alternates overlapped and sequential runs N times in
+this one process (overlapped first) and prints each run's env steps/s, each mode's median and their
+ratio; "cores busy" counts this process and the actor process. --env measures another env (the
+reference figures are MPE2's).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ REFERENCE_STEPS_PER_S = 580.0
 REFERENCE_MS_PER_UPDATE = 13.9
 TARGET_SPEEDUP = 5.0
 TARGET_MS_PER_UPDATE = 4.0
+MPE2 = "pz:mpe2.simple_spread_v3:parallel_env"
 
 
 def main() -> None:
@@ -40,16 +44,20 @@ def main() -> None:
     parser.add_argument("--n-envs", type=int, default=8)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads())
     parser.add_argument("--algo", default="qmix")
+    parser.add_argument("--env", default=MPE2)
     parser.add_argument("--sequential", action="store_true", help="collect, then learn (the loop of 0.2)")
+    parser.add_argument("--collector", choices=("process", "thread"), default="process",
+                        help="overlap mode's collector: the actor process (the default) or a thread")
     parser.add_argument("--ab", type=int, default=0, metavar="N",
                         help="alternate overlapped and sequential runs N times; print both rates and their ratio")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    Trainer.acting_in_process = args.collector == "process"
     if args.ab > 0:
         ab(args)
         return
 
-    config = TrainConfig(env="pz:mpe2.simple_spread_v3:parallel_env", algo=args.algo, steps=args.steps,
+    config = TrainConfig(env=args.env, algo=args.algo, steps=args.steps,
                          n_envs=args.n_envs, device="cpu", test_interval=10**12, log_interval=10**12,
                          threads=args.threads, sequential=args.sequential)
     trainer = Trainer(config)
@@ -78,9 +86,9 @@ def main() -> None:
     rate = steps / total
     ms_update = 1e3 * update_time / max(updates, 1)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"workload: {args.algo}, GRU agent, MPE2 simple_spread, {args.n_envs} envs, batch 32, "
+    print(f"workload: {args.algo}, GRU agent, {args.env}, {args.n_envs} envs, batch 32, "
           f"{steps:,} env steps, {updates:,} updates, {args.threads} torch threads, "
-          f"{'sequential' if args.sequential else 'acting overlaps learning'}")
+          f"{'sequential' if args.sequential else f'acting overlaps learning ({args.collector})'}")
     print(f"end to end        {rate:9.0f} env steps/s   ({rate / REFERENCE_STEPS_PER_S:.2f}x reference "
           f"{REFERENCE_STEPS_PER_S:.0f}; target >= {TARGET_SPEEDUP:.0f}x)")
     print(f"per update        {ms_update:9.2f} ms         ({REFERENCE_MS_PER_UPDATE / ms_update:.2f}x faster than "
@@ -93,29 +101,39 @@ def main() -> None:
 def ab(args: argparse.Namespace) -> None:
     """Overlapped and sequential runs of the same config, alternated in this process; env steps/s of each."""
     rates: dict[bool, list[float]] = {False: [], True: []}
-    print(f"workload: {args.algo}, GRU agent, MPE2 simple_spread, {args.n_envs} envs, batch 32, {args.steps:,} env "
-          f"steps per run, {args.threads} torch threads, {os.cpu_count()} cores, load before: {_load()}")
+    print(f"workload: {args.algo}, GRU agent, {args.env}, {args.n_envs} envs, batch 32, {args.steps:,} env "
+          f"steps per run, {args.threads} torch threads, overlap collector: {args.collector}, {os.cpu_count()} cores, "
+          f"load before: {_load()}")
     print(f"control: two threads of matrix products keep {_cores_available():.2f} cores busy in this process "
           "(2.00 on an idle 2-core machine; the most any overlap can use)")
     for round_ in range(args.ab):
         for sequential in (False, True):
-            config = TrainConfig(env="pz:mpe2.simple_spread_v3:parallel_env", algo=args.algo, steps=args.steps,
+            config = TrainConfig(env=args.env, algo=args.algo, steps=args.steps,
                                  n_envs=args.n_envs, device="cpu", test_interval=10**12, log_interval=10**12,
                                  threads=args.threads, sequential=sequential, seed=round_)
             trainer = Trainer(config)
-            start, cpu_start = time.perf_counter(), time.process_time()
+            start, cpu_start = time.perf_counter(), _cpu_seconds()
             trainer.run()
+            trainer.close()  # the actor process ends (and is waited for, so its CPU time counts)
             wall = time.perf_counter() - start
-            cores = (time.process_time() - cpu_start) / wall  # CPU seconds of all threads per wall second
+            cores = (_cpu_seconds() - cpu_start) / wall  # CPU seconds of all threads and the actor per wall second
             rate = trainer.counters.env_steps / wall
-            trainer.close()
+            startup = trainer.actor_startup_s or 0.0
             rates[sequential].append(rate)
             print(f"round {round_}  {'sequential' if sequential else 'overlapped'}  {rate:7.0f} env steps/s  "
-                  f"({trainer.counters.updates:,} updates, {cores:.2f} cores busy)  load: {_load()}", flush=True)
+                  f"({trainer.counters.updates:,} updates, {cores:.2f} cores busy"
+                  + (f", actor startup {startup:.1f} s, {trainer.counters.env_steps / (wall - startup):.0f} env "
+                     f"steps/s without it" if startup else "") + f")  load: {_load()}", flush=True)
     overlapped, sequential_ = statistics.median(rates[False]), statistics.median(rates[True])
     print(f"median  overlapped {overlapped:7.0f}  sequential {sequential_:7.0f} env steps/s  "
           f"ratio {overlapped / sequential_:.2f}x")
     print(f"control after: {_cores_available():.2f} cores busy, load: {_load()}")
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and of its waited-for children (the actor processes)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def _cores_available(seconds: float = 1.0) -> float:

@@ -1,4 +1,4 @@
-"""Acting overlaps learning: the next batch is collected on a second thread while the learner updates.
+"""Acting overlaps learning: the next batch is collected by the actor process while the learner updates.
 
 The golden runs (test_golden.py) pin the sequential loop behind ``sequential``; these tests pin the
 overlapped one: a seed fixes the run, a resumed run equals an uninterrupted one, it takes the sequential
@@ -18,7 +18,7 @@ from test_train import greedy_return, matrix_config
 from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
 from semzoo.run.checkpoint import CheckpointManager, load_checkpoint, save_checkpoint
 from semzoo.run.rundir import FINAL_FILE, load_run_config, run_finished
-from semzoo.run.trainer import resume, train
+from semzoo.run.trainer import Trainer, resume, train
 
 ACTING_THREAD = "semzoo-acting"
 GOLDEN = json.loads(GOLDEN_FILE.read_text())
@@ -146,7 +146,10 @@ def test_overlapped_sem_vdn_reaches_the_optimum_of_the_additive_game():
 
 
 def test_an_exception_in_the_collecting_thread_is_raised_by_run(tmp_path, monkeypatch):
+    """The thread collector (the actor process's fallback; test_actor.py has the process's own test)."""
     import flaky_env
+
+    monkeypatch.setattr(Trainer, "acting_in_process", False)
 
     raised_in: list[str] = []
     step = flaky_env.FlakyMatrixGame.step

@@ -10,12 +10,14 @@
         every interval: log, evaluate greedily, checkpoint                          (_housekeeping)
 
 Acting overlaps learning (the default; ``config.sequential`` restores the loop above exactly): while the
-learner takes the updates owed for batch k, batch k+1 is collected on a second thread by a copy of the
-agent, the "acting" agent, holding the parameters from before those updates. The policy lag is therefore
-exactly one batch's updates: batch k+1 is collected with the parameters after the updates of batches
+learner takes the updates owed for batch k, batch k+1 is collected by a copy of the agent, the "acting"
+agent, holding the parameters from before those updates. The collector is the actor process
+(``semzoo.run.actor``: its own envs, its own core, no shared GIL), or, as the reference and the fallback
+for an env a new process cannot build, a second thread of this process; the two give the same run.
+The policy lag is therefore exactly one batch's updates: batch k+1 is collected with the parameters after the updates of batches
 1..k-1, where the sequential loop uses those after 1..k. Everything else is unchanged and in the same
 order on the learner's side: the updates of batch k sample the buffer holding batches 1..k, the episodic
-memory has had batch k's returns, the target sync and epsilon read the same counters. The acting thread
+memory has had batch k's returns, the target sync and epsilon read the same counters. The collector
 draws its exploration from its own generator (seeded from the run seed), so a seed still fixes the run.
 Housekeeping runs with nothing in flight: a checkpoint holds the owed updates (``update_credit``) and the
 acting parameters, and a resumed run continues bit for bit. After the last batch its owed updates run, so
@@ -48,6 +50,7 @@ from semzoo import algos
 from semzoo.config import TrainConfig
 from semzoo.envs.registry import make_vec_env
 from semzoo.replay.buffer import EpisodeReplayBuffer
+from semzoo.run.actor import ActorProcess, ActorStartError
 from semzoo.run.checkpoint import CheckpointManager, write_atomic
 from semzoo.run.device import resolve_device
 from semzoo.run.evaluation import SEED_STRIDE, EvalResult, eval_env_seeds, greedy_episodes
@@ -105,6 +108,9 @@ class Trainer:
     last valid checkpoint.
     """
 
+    acting_in_process = True
+    """Overlap mode collects in the actor process (two cores); False collects on a thread (the reference, one core)."""
+
     def __init__(self, config: TrainConfig, *, run_dir: str | Path | None = None, progress: Progress | None = None,
                  tensorboard: bool = True, _checkpoint: dict[str, Any] | None = None,
                  _lock: RunLock | None = None) -> None:
@@ -113,6 +119,9 @@ class Trainer:
         self.progress = progress
         self.logger: MetricsLogger | None = None
         self._tb_writer: Any = None
+        self._actor: ActorProcess | None = None
+        self.actor_startup_s: float | None = None
+        """Seconds the last actor process took to start (not checkpointed; None before one started)."""
         self._lock = _lock if _lock is not None or self.run_dir is None else RunLock(self.run_dir)
         try:
             self._build(_checkpoint)
@@ -248,30 +257,44 @@ class Trainer:
         return self._last_eval
 
     def _run_overlapped(self, clock: float, wall_at_start: float) -> None:
-        """The loop of overlap mode: batch k+1 is collected on a second thread while the updates owed for batch k run.
+        """The loop of overlap mode: batch k+1 is collected by the actor while the updates owed for batch k run.
 
-        The acting agent is written only here, in this thread, with no collection in flight; the
-        collecting thread reads it, the env and the acting generator, and nothing the learner writes.
-        An exception on either thread ends the loop once the collection in flight has finished (one
-        batch of episodes), and the collector's own exception is raised here as it was raised there.
+        The collector is the actor process (``semzoo.run.actor``), started here at the first iteration
+        and ended when the loop ends, however it ends; with ``acting_in_process`` off, or when the
+        actor cannot build the run's envs, it is a second thread of this process. Either acts with the
+        acting agent's parameters and the acting generator's state as they stand at submission.
+        The acting agent is written only here, with no collection in flight. An exception on either
+        side ends the loop (the thread's collection in flight finishes first; the process is
+        terminated), and the collector's own exception is raised here as it was raised there.
         """
         cfg, c = self.config, self.counters
         assert self.acting_agent is not None and self.acting_generator is not None
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semzoo-acting") as acting:
-            while c.env_steps < cfg.steps:
-                seed, epsilon = self._collect_seed(), self.epsilon()
-                in_flight = acting.submit(self._timed_collection, seed, epsilon)
-                t0 = time.perf_counter()
-                self._update()  # the updates owed for the last batch, which the acting agent has not seen
-                self._add_time("time_learn_s", time.perf_counter() - t0)
-                batch, stats, seconds = in_flight.result()  # re-raises the collector's exception
-                self._add_time("time_collect_s", seconds)
-                self._store(batch, stats)
-                self.owe_updates(len(stats.returns))
-                self.acting_agent.load_state_dict(self.agent.state_dict())  # the next batch acts before these updates
-                c.wall_time = wall_at_start + time.perf_counter() - clock
-                self._recent.append(stats)
-                self._housekeeping()
+        actor = self._start_actor() if self.acting_in_process else None
+        try:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semzoo-acting") as acting:
+                while c.env_steps < cfg.steps:
+                    seed, epsilon = self._collect_seed(), self.epsilon()
+                    if actor is not None:
+                        actor.submit(seed, epsilon, self.acting_agent.state_dict(), self.acting_generator.get_state())
+                    else:
+                        in_flight = acting.submit(self._timed_collection, seed, epsilon)
+                    t0 = time.perf_counter()
+                    self._update()  # the updates owed for the last batch, which the acting agent has not seen
+                    self._add_time("time_learn_s", time.perf_counter() - t0)
+                    if actor is not None:
+                        batch, stats, generator_state, seconds = actor.result()  # re-raises the child's exception
+                        self.acting_generator.set_state(generator_state)
+                    else:
+                        batch, stats, seconds = in_flight.result()  # re-raises the collector's exception
+                    self._add_time("time_collect_s", seconds)
+                    self._store(batch, stats)
+                    self.owe_updates(len(stats.returns))
+                    self.acting_agent.load_state_dict(self.agent.state_dict())  # the next batch acts before these updates
+                    c.wall_time = wall_at_start + time.perf_counter() - clock
+                    self._recent.append(stats)
+                    self._housekeeping()
+        finally:
+            self._close_actor()
         # The last batch's owed updates, so the run takes as many as the sequential loop. The acting
         # agent keeps the parameters from before them: a run extended with --steps goes on as one that
         # had been asked for more steps from the start.
@@ -279,6 +302,31 @@ class Trainer:
         self._update()
         self._add_time("time_learn_s", time.perf_counter() - t0)
         c.wall_time = wall_at_start + time.perf_counter() - clock
+
+    def _start_actor(self) -> ActorProcess | None:
+        """The actor process, started (seconds: its imports, envs and, for SMAX, a JAX compile); None to use a thread.
+
+        An actor that cannot build the run's envs or agent (an env registered with ``register_env`` in
+        code a new process does not import, e.g. a script's own module) falls back to the thread with a
+        warning; the run is the same either way.
+        """
+        actor = ActorProcess(self.config.to_dict(), device=str(self.device), episode_limit=self.max_t)
+        self._actor = actor
+        try:
+            actor.start()
+        except ActorStartError as err:
+            self._actor = None
+            warnings.warn(f"{err}; collecting on a thread instead (the same run, but acting and learning then share "
+                          f"one core: the GIL). Register the env in a plugin module (--plugin / SEMZOO_PLUGINS) so "
+                          f"new processes know it", stacklevel=3)
+            return None
+        self.actor_startup_s = actor.startup_s
+        return actor
+
+    def _close_actor(self) -> None:
+        actor, self._actor = getattr(self, "_actor", None), None
+        if actor is not None:
+            actor.close()
 
     def _timed_collection(self, seed: int, epsilon: float) -> tuple[EpisodeBatch, RolloutStats, float]:
         """One batch by the acting agent (runs on the collecting thread) and the seconds it took."""
@@ -512,6 +560,7 @@ class Trainer:
         if self._tb_writer is not None:
             self._tb_writer.close()
             self._tb_writer = None
+        self._close_actor()
         env = getattr(self, "env", None)
         if env is not None:
             env.close()
