@@ -2,7 +2,8 @@
 
 Both sides of the overlap spend most of their time in Python (env stepping, the agent's small forward,
 the learner's dispatch), so a collecting *thread* mostly takes turns with the learner for the GIL. The
-actor is a child process, started with ``spawn`` (JAX is not fork-safe), that builds its own envs with
+actor is a child process, a fresh interpreter started with ``subprocess`` (never a fork: JAX is not
+fork-safe; and unlike multiprocessing's spawn it does not re-import the parent's ``__main__``), that builds its own envs with
 ``make_vec_env(config)`` and its own ``RNNAgent``, and serves one request at a time over a pipe:
 
     (seed, epsilon, acting agent's parameters, acting generator's state)
@@ -18,6 +19,7 @@ type with the child's message (its traceback as a note); a child that dies is a 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pickle
 import signal
@@ -193,7 +195,7 @@ def _child_main(fd: int) -> None:
                 agent.load_state_dict({k: torch.from_numpy(v) for k, v in params.items()})
                 generator.set_state(torch.from_numpy(generator_state))
                 batch, stats = runner.run(epsilon=epsilon, seed=seed, generator=generator)
-                fields = {k: getattr(batch, k).numpy() for k in _BATCH_FIELDS}
+                fields = {f.name: getattr(batch, f.name).numpy() for f in dataclasses.fields(EpisodeBatch)}
                 answer: tuple[str, Any] = ("ok", (fields, stats, generator.get_state().numpy(),
                                                   time.perf_counter() - started))
             except Exception as err:  # raised again in the parent
@@ -202,9 +204,6 @@ def _child_main(fd: int) -> None:
     finally:
         env.close()
         conn.close()
-
-
-_BATCH_FIELDS = ("obs", "state", "avail", "actions", "reward", "terminated", "filled", "length")
 
 
 def _pack(err: BaseException) -> dict[str, Any]:

@@ -147,7 +147,7 @@ class MultiTrainer:
                 trainer.progress = lambda info: self._report()
             return [trainer.run()]
         clock = time.perf_counter()
-        wall_at_start = [t.counters.wall_time for t in self.trainers]
+        wall_at_start = {id(t): t.counters.wall_time for t in self.trainers}
         for t in self.trainers:
             t._window_clock, t._window_steps = clock, t.counters.env_steps
         done = [t.counters.env_steps >= t.config.steps for t in self.trainers]
@@ -165,9 +165,7 @@ class MultiTrainer:
                 t.finish_learning()
                 t._add_time("time_learn_s", (time.perf_counter() - t0) / len(active))  # the group's time, shared
             for t, rollout in zip(active, stats):
-                t.counters.wall_time = wall_at_start[self.trainers.index(t)] + time.perf_counter() - clock
-                t._recent.append(rollout)
-                t._housekeeping()
+                t.end_iteration(rollout, wall_at_start[id(t)] + time.perf_counter() - clock)
             self._save_together(active)
             for i, t in enumerate(self.trainers):
                 if not done[i] and t.counters.env_steps >= t.config.steps:

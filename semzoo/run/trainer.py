@@ -250,9 +250,7 @@ class Trainer:
             self.learn(len(stats.returns))
             self._add_time("time_collect_s", t1 - t0)
             self._add_time("time_learn_s", time.perf_counter() - t1)
-            c.wall_time = wall_at_start + time.perf_counter() - clock
-            self._recent.append(stats)
-            self._housekeeping()
+            self.end_iteration(stats, wall_at_start + time.perf_counter() - clock)
         self._finish()
         return self._last_eval
 
@@ -290,9 +288,7 @@ class Trainer:
                     self._store(batch, stats)
                     self.owe_updates(len(stats.returns))
                     self.acting_agent.load_state_dict(self.agent.state_dict())  # the next batch acts before these updates
-                    c.wall_time = wall_at_start + time.perf_counter() - clock
-                    self._recent.append(stats)
-                    self._housekeeping()
+                    self.end_iteration(stats, wall_at_start + time.perf_counter() - clock)
         finally:
             self._close_actor()
         # The last batch's owed updates, so the run takes as many as the sequential loop. The acting
@@ -302,6 +298,12 @@ class Trainer:
         self._update()
         self._add_time("time_learn_s", time.perf_counter() - t0)
         c.wall_time = wall_at_start + time.perf_counter() - clock
+
+    def end_iteration(self, stats: RolloutStats, wall_time: float) -> None:
+        """Close an iteration (also driven by semzoo.run.multi): the run's wall time, its episodes, housekeeping."""
+        self.counters.wall_time = wall_time
+        self._recent.append(stats)
+        self._housekeeping()
 
     def _start_actor(self) -> ActorProcess | None:
         """The actor process, started (seconds: its imports, envs and, for SMAX, a JAX compile); None to use a thread.
