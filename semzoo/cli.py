@@ -486,6 +486,42 @@ def table(
         typer.echo(f"\nwrote {write_table_csv(rows, csv_path)}")
 
 
+@app.command()
+def report(
+    folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
+    at: str = typer.Option("250000,500000", help="Comma-separated env steps at which to compare the runs."),
+    metric: str = typer.Option("test_win_rate", help="Metric of the report, e.g. test_win_rate, test_return_mean."),
+    out: str | None = typer.Option(None, help="Folder of report.md, the PNGs and marl_eval.json (default: "
+                                   "FOLDER/report)."),
+    reps: int = typer.Option(2000, help="Bootstrap replications of each confidence interval."),
+    absolute: bool = typer.Option(False, "--absolute", help="First re-evaluate each run's best checkpoint on 10x "
+                                  "the test episodes (the absolute metric, cached in <run>/absolute.json)."),
+) -> None:
+    """Evaluation protocol (Gorsane et al. 2022): IQM and mean with bootstrap CIs, probability of improvement,
+    performance profiles, sample-efficiency curves, the paper's table and a marl-eval JSON export."""
+    from semzoo.run.protocol import report as protocol_report
+
+    try:
+        steps = [int(item.replace("_", "")) for item in _split(at, "--at")]
+    except ValueError:
+        fail(f"--at {at!r}: expected comma-separated integers, e.g. 250000,500000", USAGE_ERROR)
+    if any(step < 0 for step in steps):
+        fail(f"--at {at!r}: expected non-negative env-step counts, e.g. 250000,500000", USAGE_ERROR)
+    if reps < 1:
+        fail(f"--reps {reps}: expected a positive number of bootstrap replications, e.g. 2000", USAGE_ERROR)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            done = protocol_report(folder, steps, metric=metric, out=out, reps=reps, absolute=absolute)
+        except (ValueError, TypeError, ImportError) as err:
+            _echo_warnings(caught)
+            fail(str(err))
+    _echo_warnings(caught)
+    typer.echo(done.markdown)
+    for path in done.files:
+        typer.echo(f"wrote {path}")
+
+
 @app.callback()
 def _plugins(
     plugin: list[str] = typer.Option([], "--plugin", help="Import this module first (it may register mixers, "

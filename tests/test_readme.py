@@ -37,7 +37,7 @@ def readme_examples() -> list[tuple[str, str]]:
 
 def test_the_readme_has_examples_of_every_command():
     commands = {shlex.split(line, comments=True)[1] for kind, line in readme_examples() if kind == "bash"}
-    assert {"train", "evaluate", "sweep", "plot", "table", "algos", "envs", "memory-cost"} <= commands
+    assert {"train", "evaluate", "sweep", "plot", "table", "report", "algos", "envs", "memory-cost"} <= commands
 
 
 def test_every_readme_example_runs_as_written(tmp_path):

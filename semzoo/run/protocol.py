@@ -1,0 +1,564 @@
+"""The cooperative-MARL evaluation protocol over a folder of runs (``semzoo report``).
+
+Gorsane et al. 2022, "Towards a standardised performance evaluation protocol for cooperative MARL"
+(NeurIPS): per task, the interquartile mean (IQM) and mean across independent runs with 95 %
+stratified bootstrap confidence intervals, probability of improvement, performance profiles,
+sample-efficiency curves and the absolute metric (each run's best policy re-evaluated on 10x the
+test episodes), exported in marl-eval's JSON layout. The statistics are those of Agarwal et al.
+2021, "Deep reinforcement learning at the edge of the statistical precipice" (NeurIPS), computed
+with their library ``rliable``; semzoo only arranges the scores into its runs x tasks matrices.
+
+A run's score at step t is ``RunSeries.value_at`` (the last evaluation at or before t; nothing if
+the run stopped before t). Choices made here:
+
+- Confidence intervals: rliable's percentile stratified bootstrap (resampling runs within each
+  task), ``reps`` replications, seeded with ``BOOTSTRAP_SEED`` so a report is reproducible.
+- Across envs, rliable needs a runs x tasks matrix, so an algorithm's aggregate uses the same
+  number of seeds on every env: the smallest count among the envs where it has a score, taking
+  the lowest seeds of each env. The report states that count; per-env rows use every seed.
+- Scores are the raw metric: win rates already lie in [0, 1]; returns are not normalised, so an
+  aggregate of returns across envs mixes their scales.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from semzoo.run.report import (
+    RunSeries,
+    _colours,
+    _figure,
+    _grouped,
+    _save,
+    check_metric,
+    load_runs,
+    score_table,
+    table_markdown,
+)
+
+ABSOLUTE_FILE = "absolute.json"
+"""A run's absolute metric: {"step", "episodes", "test_win_rate" (or null), "test_return_mean"}."""
+MARL_EVAL_FILE = "marl_eval.json"
+"""The export for marl-eval: named for its reader, and unlike ``metrics.csv`` of a run directory."""
+REPORT_FILE = "report.md"
+PROFILE_FILE = "performance_profile.png"
+CURVES_FILE = "sample_efficiency.png"
+ALL_ENVS = "all"
+"""The env of an aggregate across envs."""
+ABSOLUTE = "absolute"
+"""The step label of absolute-metric estimates."""
+CONFIDENCE = 0.95
+DEFAULT_REPS = 2000
+BOOTSTRAP_SEED = 0
+PROFILE_POINTS = 101
+"""Thresholds tau of a performance profile, evenly spaced over the observed score range."""
+MEMORY_KINDS = ("sem", "saem")
+"""Prefixes of memory variants (``semzoo.episodic.tables.KINDS``; not imported: that pulls torch)."""
+MARL_EVAL_METRICS = {"test_return_mean": "return", "test_win_rate": "win_rate"}
+"""semzoo metric -> marl-eval metric name."""
+INSTALL_HINT = "pip install 'semzoo[report]'"
+
+
+def require_rliable() -> None:
+    """ImportError with the install command when rliable (or a dependency of it) does not import."""
+    try:
+        import rliable.library
+        import rliable.metrics  # noqa: F401
+    except Exception as err:  # rliable's arch fails with TypeError, not ImportError, under pandas 3
+        raise ImportError(f"semzoo report needs rliable, which did not import ({type(err).__name__}: "
+                          f"{str(err).splitlines()[0] if str(err) else ''}): {INSTALL_HINT}") from None
+
+
+@contextmanager
+def _seeded(seed: int) -> Iterator[None]:
+    """Seed numpy's global RNG, then restore it.
+
+    rliable 1.2's bootstraps draw their resamples with ``np.random.choice``, whatever ``random_state``
+    says (arch only stores that, and warns that it is deprecated), so the global seed is what counts.
+    """
+    saved = np.random.get_state()
+    np.random.seed(seed)
+    try:
+        yield
+    finally:
+        np.random.set_state(saved)
+
+
+def bootstrap(scores: Mapping[str, Any], func: Callable[..., np.ndarray], reps: int,
+              seed: int = BOOTSTRAP_SEED) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """key -> (point estimates [S], 95 % CI [2, S]) from rliable's stratified bootstrap.
+
+    ``scores[key]`` is a runs x tasks (x steps) array, or a list of such arrays for a function of
+    several (probability of improvement), each resampled independently.
+    """
+    from rliable import library
+
+    with _seeded(seed):
+        points, intervals = library.get_interval_estimates(dict(scores), func, reps=reps,
+                                                           confidence_interval_size=CONFIDENCE)
+    return {key: (np.atleast_1d(np.asarray(points[key], np.float64)),
+                  np.asarray(intervals[key], np.float64).reshape(2, -1)) for key in scores}
+
+
+def _iqm_and_mean(scores: np.ndarray) -> np.ndarray:
+    from rliable import metrics
+
+    return np.array([metrics.aggregate_iqm(scores), metrics.aggregate_mean(scores)])
+
+
+def _iqm_per_step(scores: np.ndarray) -> np.ndarray:
+    """runs x 1 x steps -> IQM per step [steps]: rliable's aggregate_iqm (scipy's 25 % trimmed mean) column by column.
+
+    One vectorised call instead of one per step: the curve's bootstrap is otherwise the slowest part of a report.
+    """
+    from scipy import stats
+
+    return np.asarray(stats.trim_mean(scores[:, 0, :], proportiontocut=0.25, axis=0), np.float64)
+
+
+def _probability_of_improvement(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    from rliable import metrics
+
+    return np.array([metrics.probability_of_improvement(x, y)])
+
+
+# ----- scores ------------------------------------------------------------------------------------------------------
+
+
+Score = Callable[[RunSeries], float]
+"""A run's score (NaN: none), e.g. its metric at a step or its absolute metric."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: float
+    low: float
+    high: float
+    """The 95 % CI."""
+
+    def cell(self) -> str:
+        return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """IQM and mean of one algorithm's scores on one env (or across envs) at one step."""
+
+    step: int | str
+    """Env steps, or ``ABSOLUTE``."""
+    env: str
+    """An env id, or ``ALL_ENVS``."""
+    algo: str
+    seeds: int
+    """Runs per env in the estimate (across envs: the smallest count among the envs)."""
+    envs: int
+    iqm: Estimate
+    mean: Estimate
+
+
+@dataclass(frozen=True)
+class Improvement:
+    """P(X > Y): the probability that a run of ``algo`` scores above a run of ``base`` (Agarwal et al. 2021)."""
+
+    step: int | str
+    env: str
+    algo: str
+    base: str
+    seeds: tuple[int, int]
+    """Runs per env of (algo, base)."""
+    envs: int
+    probability: Estimate
+
+
+def _scores(seeds: Sequence[RunSeries], score: Score) -> np.ndarray:
+    """The scores of the runs that have one, in seed order [n]."""
+    values = np.array([score(run) for run in seeds], np.float64)
+    return values[~np.isnan(values)]
+
+
+def _matrix(per_env: Sequence[np.ndarray]) -> np.ndarray:
+    """runs x tasks with the smallest seed count: each env's first (lowest-seed) scores."""
+    n = min(len(v) for v in per_env)
+    return np.stack([v[:n] for v in per_env], axis=1)
+
+
+def _estimates(point: np.ndarray, interval: np.ndarray) -> list[Estimate]:
+    return [Estimate(float(point[i]), float(interval[0, i]), float(interval[1, i])) for i in range(len(point))]
+
+
+def aggregates(runs: Sequence[RunSeries], score: Score, step: int | str, reps: int = DEFAULT_REPS) -> list[Aggregate]:
+    """Per (env, algo), then per algo across envs: IQM and mean of ``score`` with 95 % bootstrap CIs."""
+    groups = _grouped(runs)
+    per_env: dict[str, dict[str, np.ndarray]] = {}  # algo -> env -> scores
+    for env, algos in groups.items():
+        for algo, seeds in algos.items():
+            values = _scores(seeds, score)
+            if len(values):
+                per_env.setdefault(algo, {})[env] = values
+    matrices = {}
+    for algo, by_env in per_env.items():
+        for env, values in by_env.items():
+            matrices[(env, algo)] = values[:, None]
+        if len(by_env) > 1:
+            matrices[(ALL_ENVS, algo)] = _matrix(list(by_env.values()))
+    keyed = {f"{env}\0{algo}": m for (env, algo), m in matrices.items()}
+    results = bootstrap(keyed, _iqm_and_mean, reps)
+    out = []
+    for (env, algo), m in matrices.items():
+        iqm, mean = _estimates(*results[f"{env}\0{algo}"])
+        out.append(Aggregate(step=step, env=env, algo=algo, seeds=m.shape[0], envs=m.shape[1], iqm=iqm, mean=mean))
+    order = {env: i for i, env in enumerate([*groups, ALL_ENVS])}
+    return sorted(out, key=lambda a: (order[a.env], a.algo))
+
+
+def memory_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
+    """(sem-X, X) and (saem-X, X) for each memory variant whose base X is among ``algos``."""
+    pairs = []
+    for algo in sorted(algos):
+        kind, sep, base = algo.partition("-")
+        if sep and kind in MEMORY_KINDS and base in algos:
+            pairs.append((algo, base))
+    return pairs
+
+
+def improvements(runs: Sequence[RunSeries], score: Score, step: int | str,
+                 reps: int = DEFAULT_REPS) -> list[Improvement]:
+    """P(memory variant > its base) per env where both have scores, and across those envs (same seed rule)."""
+    groups = _grouped(runs)
+    pairs = memory_pairs(sorted({algo for algos in groups.values() for algo in algos}))
+    cases: dict[tuple[str, str, str], list[np.ndarray]] = {}
+    for algo, base in pairs:
+        x_envs, y_envs = [], []
+        for env, algos in groups.items():
+            x = _scores(algos.get(algo, []), score)
+            y = _scores(algos.get(base, []), score)
+            if len(x) and len(y):
+                cases[(env, algo, base)] = [x[:, None], y[:, None]]
+                x_envs.append(x)
+                y_envs.append(y)
+        if len(x_envs) > 1:
+            cases[(ALL_ENVS, algo, base)] = [_matrix(x_envs), _matrix(y_envs)]
+    results = bootstrap({"\0".join(k): v for k, v in cases.items()}, _probability_of_improvement, reps)
+    out = []
+    for (env, algo, base), (x, y) in cases.items():
+        (probability,) = _estimates(*results["\0".join((env, algo, base))])
+        out.append(Improvement(step=step, env=env, algo=algo, base=base, seeds=(x.shape[0], y.shape[0]),
+                               envs=x.shape[1], probability=probability))
+    return out
+
+
+def metric_at(metric: str, step: int) -> Score:
+    return lambda run: run.value_at(metric, step)
+
+
+def read_absolute(run_dir: str | Path) -> dict[str, Any] | None:
+    """The run's ``absolute.json``, or None when it has none; ValueError when it cannot be read."""
+    path = Path(run_dir) / ABSOLUTE_FILE
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path} is not readable JSON ({err}): delete it and run `semzoo report --absolute` "
+                         "to re-evaluate the run's best checkpoint") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}: expected a JSON object with step, episodes, test_win_rate, test_return_mean")
+    return record
+
+
+def absolute_score(metric: str) -> Score:
+    """A run's absolute metric (its best checkpoint on 10x the test episodes); NaN without ``absolute.json``."""
+    cache: dict[Path, float] = {}
+
+    def score(run: RunSeries) -> float:
+        if run.run_dir not in cache:
+            record = read_absolute(run.run_dir)
+            value = None if record is None else record.get(metric)
+            cache[run.run_dir] = math.nan if value is None else float(value)
+        return cache[run.run_dir]
+    return score
+
+
+def compute_absolute(runs: Sequence[RunSeries]) -> None:
+    """Re-evaluate each run's best checkpoint into its ``absolute.json`` (semzoo.run.evaluation.absolute_metric)."""
+    try:
+        from semzoo.run.evaluation import absolute_metric  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        raise ValueError("--absolute needs semzoo.run.evaluation.absolute_metric, which this semzoo does not have "
+                         f"yet: drop --absolute to report the {ABSOLUTE_FILE} files already written") from None
+    for run in runs:
+        absolute_metric(run.run_dir)
+
+
+# ----- figures -----------------------------------------------------------------------------------------------------
+
+
+def plot_performance_profiles(runs: Sequence[RunSeries], metric: str, at: Sequence[int], path: str | Path,
+                              reps: int = DEFAULT_REPS) -> Path:
+    """One panel per step: per algorithm the fraction of runs (all envs) scoring above tau, with 95 % CI bands."""
+    from rliable import library
+
+    groups = _grouped(runs)
+    algos = sorted({algo for algos in groups.values() for algo in algos})
+    colours = _colours(algos)
+    plt, fig, axes = _figure(len(at))
+    for ax, step in zip(axes, at):
+        matrices = {}
+        for algo in algos:
+            per_env = [_scores(groups[env][algo], metric_at(metric, step)) for env in groups if algo in groups[env]]
+            per_env = [v for v in per_env if len(v)]
+            if per_env:
+                matrices[algo] = _matrix(per_env)
+        every = np.concatenate([m.ravel() for m in matrices.values()])
+        low, high = float(every.min()), float(every.max())
+        if metric.endswith("win_rate"):
+            low, high = 0.0, 1.0
+        taus = np.linspace(low, high if high > low else low + 1.0, PROFILE_POINTS)
+        with _seeded(BOOTSTRAP_SEED):  # create_performance_profile takes no random_state
+            profiles, cis = library.create_performance_profile(matrices, taus, reps=reps,
+                                                               confidence_interval_size=CONFIDENCE)
+        for algo, m in matrices.items():
+            ax.plot(taus, profiles[algo], color=colours[algo], drawstyle="steps-post",
+                    label=f"{algo} ({m.shape[0]} seeds x {m.shape[1]} env{'s' if m.shape[1] > 1 else ''})")
+            ax.fill_between(taus, cis[algo][0], cis[algo][1], color=colours[algo], alpha=0.2, linewidth=0,
+                            step="post")
+        ax.set_title(f"performance profile at {step:,} env steps")
+        ax.set_xlabel(f"{metric} (tau)")
+        ax.set_ylabel("fraction of runs with score > tau")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    return _save(plt, fig, path)
+
+
+def iqm_curve(seeds: Sequence[RunSeries], metric: str, reps: int = DEFAULT_REPS
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(steps, IQM, CI low, CI high, seeds) across seeds on the union of the seeds' evaluation steps [K] each.
+
+    A step counts only the seeds that trained to it (a shorter run's last value is not carried on);
+    steps sharing the same seeds are bootstrapped together.
+    """
+    steps = np.unique(np.concatenate([run.metrics[metric][0] for run in seeds if metric in run.metrics]))
+    values = np.array([[run.value_at(metric, int(s)) for s in steps] for run in seeds])  # [seeds, K]
+    present = ~np.isnan(values)
+    keep = present.any(axis=0)
+    steps, values, present = steps[keep], values[:, keep], present[:, keep]
+    patterns = [tuple(column) for column in present.T]  # which seeds have a value, per step
+    blocks = {}
+    for pattern in dict.fromkeys(patterns):
+        columns = np.array([p == pattern for p in patterns])
+        blocks[pattern] = (columns, values[np.array(pattern)][:, columns][:, None, :])  # [seeds, 1, steps]
+    results = bootstrap({str(i): block for i, (_, block) in enumerate(blocks.values())}, _iqm_per_step, reps)
+    iqm, low, high = (np.empty(len(steps)) for _ in range(3))
+    for i, (columns, _) in enumerate(blocks.values()):
+        point, interval = results[str(i)]
+        iqm[columns], low[columns], high[columns] = point, interval[0], interval[1]
+    return steps, iqm, low, high, present.sum(axis=0)
+
+
+def _thousands(x: float, _position: int) -> str:
+    """Tick label of an env-step axis: 250000 -> '250k'."""
+    return f"{x / 1000:g}k" if abs(x) >= 1000 else f"{x:g}"
+
+
+def plot_sample_efficiency(runs: Sequence[RunSeries], metric: str, path: str | Path,
+                           reps: int = DEFAULT_REPS) -> Path:
+    """One panel per env: per algorithm the IQM across seeds over env steps with its 95 % CI band."""
+    groups = {env: algos for env, algos in _grouped(runs).items()
+              if any(metric in r.metrics for rs in algos.values() for r in rs)}
+    colours = _colours(sorted({algo for algos in groups.values() for algo in algos}))
+    plt, fig, axes = _figure(len(groups))
+    for ax, (env, algos) in zip(axes, groups.items()):
+        for algo, seeds in algos.items():
+            with_metric = [r for r in seeds if metric in r.metrics]
+            if not with_metric:
+                continue
+            steps, iqm, low, high, n = iqm_curve(with_metric, metric, reps)
+            counts = f"{n.max()}" if n.min() == n.max() else f"{n.max()}->{n[-1]}"
+            label = f"{algo} ({counts} seeds)"
+            if len(steps) == 1:  # one evaluation: a point with its CI, not an invisible line
+                ax.errorbar(steps, iqm, yerr=[iqm - low, high - iqm], fmt="o", capsize=4, color=colours[algo],
+                            label=label)
+                continue
+            ax.plot(steps, iqm, color=colours[algo], marker="o" if len(steps) <= 12 else None, markersize=3,
+                    label=label)
+            ax.fill_between(steps, low, high, color=colours[algo], alpha=0.25, linewidth=0)
+        ax.set_title(env)
+        ax.set_xlabel("env steps")
+        ax.xaxis.set_major_formatter(_thousands)
+        ax.set_ylabel(f"IQM {metric} (95 % CI)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    return _save(plt, fig, path)
+
+
+# ----- marl-eval export --------------------------------------------------------------------------------------------
+
+
+def env_and_task(env: str) -> tuple[str, str]:
+    """'smax:2s3z' -> ('smax', '2s3z'); an id without a family is its own env and task."""
+    family, sep, task = env.partition(":")
+    return (family, task) if sep else (env, env)
+
+
+def marl_eval_data(runs: Sequence[RunSeries]) -> dict[str, Any]:
+    """{env: {task: {algo: {"run_<seed>": {"step_<k>": {"step_count", "return": [x], "win_rate": [x]},
+    "absolute_metrics": {...}}}}}} (marl-eval's raw-data layout).
+
+    Each list holds one number: semzoo logs the mean over an evaluation's episodes, which marl-eval
+    accepts for a metric computed over several episodes. Steps are every evaluation the run logged.
+    """
+    data: dict[str, Any] = {}
+    for env, algos in _grouped(runs).items():
+        family, task = env_and_task(env)
+        for algo, seeds in algos.items():
+            by_run = data.setdefault(family, {}).setdefault(task, {}).setdefault(algo, {})
+            for run in seeds:
+                name = f"run_{run.seed}"
+                while name in by_run:  # two run directories with one seed: keep both
+                    name += "_"
+                entry: dict[str, Any] = {}
+                logged = sorted({int(s) for m in MARL_EVAL_METRICS if m in run.metrics for s in run.metrics[m][0]})
+                for k, step in enumerate(logged):
+                    point: dict[str, Any] = {"step_count": step}
+                    for metric, key in MARL_EVAL_METRICS.items():
+                        if metric in run.metrics:
+                            steps, values = run.metrics[metric]
+                            at = np.flatnonzero(steps == step)
+                            if len(at):
+                                point[key] = [float(values[at[-1]])]
+                    entry[f"step_{k}"] = point
+                record = read_absolute(run.run_dir)
+                if record is not None:
+                    entry["absolute_metrics"] = {key: [float(record[metric])] for metric, key in MARL_EVAL_METRICS.items()
+                                                 if record.get(metric) is not None}
+                by_run[name] = entry
+    return data
+
+
+# ----- the report --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    """What ``semzoo report`` computed and wrote."""
+
+    metric: str
+    at: list[int]
+    aggregates: list[Aggregate]
+    improvements: list[Improvement]
+    markdown: str
+    files: list[Path]
+
+
+def check_steps(runs: Sequence[RunSeries], metric: str, at: Sequence[int]) -> None:
+    """ValueError naming the furthest step reached when no run has ``metric`` at one of the steps ``at``."""
+    if not at or any(step < 0 for step in at):
+        raise ValueError(f"--at {list(at)}: expected one or more non-negative env-step counts, e.g. 250000,500000")
+    missing = [step for step in at if all(math.isnan(run.value_at(metric, step)) for run in runs)]
+    if missing:
+        furthest = max(run.last_step for run in runs if metric in run.metrics)
+        raise ValueError(f"no run has {metric} at {', '.join(f'{s:,}' for s in missing)} env steps: the furthest "
+                         f"run reached {furthest:,}; ask --at for steps up to that")
+
+
+def _aggregate_table(rows: Sequence[Aggregate], title: str) -> str:
+    lines = [title, "", "| env | algo | seeds | IQM [95 % CI] | mean [95 % CI] |", "|---|---|---:|---|---|"]
+    for r in rows:
+        env = r.env if r.env != ALL_ENVS else f"all ({r.envs} envs)"
+        lines.append(f"| {env} | {r.algo} | {r.seeds} | {r.iqm.cell()} | {r.mean.cell()} |")
+    return "\n".join(lines)
+
+
+def _improvement_table(rows: Sequence[Improvement], title: str) -> str:
+    lines = [title, "", "| env | P(X > Y) [95 % CI] | X | Y | seeds X / Y |", "|---|---|---|---|---:|"]
+    for r in rows:
+        env = r.env if r.env != ALL_ENVS else f"all ({r.envs} envs)"
+        lines.append(f"| {env} | {r.probability.cell()} | {r.algo} | {r.base} | {r.seeds[0]} / {r.seeds[1]} |")
+    return "\n".join(lines)
+
+
+def report(root: str | Path, at: Sequence[int], metric: str = "test_win_rate", out: str | Path | None = None,
+           reps: int = DEFAULT_REPS, absolute: bool = False) -> Report:
+    """Statistics, figures, marl-eval export and ``report.md`` for the runs under ``root`` (into ``out``)."""
+    require_rliable()
+    if reps < 1:
+        raise ValueError(f"--reps {reps}: expected a positive number of bootstrap replications, e.g. 2000")
+    runs = load_runs(root)
+    check_metric(runs, metric)
+    check_steps(runs, metric, at)
+    out = Path(out) if out is not None else Path(root) / "report"
+    if absolute:
+        compute_absolute(runs)
+
+    all_aggregates: list[Aggregate] = []
+    all_improvements: list[Improvement] = []
+    sections = [f"# Evaluation report: {metric}", "",
+                f"Per env and algorithm, the IQM and mean across seeds with 95 % stratified bootstrap CIs "
+                f"(rliable, {reps} replications, seed {BOOTSTRAP_SEED}); across envs, each algorithm uses the same "
+                "number of seeds on every env (the smallest count, lowest seeds first). A run's score at a step is "
+                "its last evaluation at or before it."]
+    for step in at:
+        rows = aggregates(runs, metric_at(metric, step), step, reps)
+        pois = improvements(runs, metric_at(metric, step), step, reps)
+        all_aggregates += rows
+        all_improvements += pois
+        sections += ["", _aggregate_table(rows, f"## {metric} at {step:,} env steps")]
+        if pois:
+            sections += ["", _improvement_table(pois, f"### Probability of improvement at {step:,} env steps")]
+
+    score = absolute_score(metric)
+    if any(not math.isnan(score(run)) for run in runs):
+        rows = aggregates(runs, score, ABSOLUTE, reps)
+        pois = improvements(runs, score, ABSOLUTE, reps)
+        all_aggregates += rows
+        all_improvements += pois
+        with_record = sum(not math.isnan(score(run)) for run in runs)
+        sections += ["", _aggregate_table(rows, f"## Absolute {metric} (best checkpoint, 10x test episodes; "
+                                                f"{with_record} of {len(runs)} runs)")]
+        if pois:
+            sections += ["", _improvement_table(pois, "### Probability of improvement, absolute metric")]
+
+    sections += ["", "## The paper's scores across maps (mean over seeds)", "",
+                 table_markdown(score_table(runs, at, metric), metric)]
+
+    profile = plot_performance_profiles(runs, metric, at, out / PROFILE_FILE, reps)
+    curves = plot_sample_efficiency(runs, metric, out / CURVES_FILE, reps)
+    export = out / MARL_EVAL_FILE
+    out.mkdir(parents=True, exist_ok=True)
+    export.write_text(json.dumps(marl_eval_data(runs), indent=1))
+    sections += ["", "## Figures", "", f"![performance profiles]({profile.name})", "",
+                 f"![sample efficiency]({curves.name})", "",
+                 f"Raw data for marl-eval: [{export.name}]({export.name})", ""]
+    markdown = "\n".join(sections)
+    path = out / REPORT_FILE
+    path.write_text(markdown)
+    return Report(metric=metric, at=list(at), aggregates=all_aggregates, improvements=all_improvements,
+                  markdown=markdown, files=[path, profile, curves, export])
+
+
+__all__ = [
+    "ABSOLUTE_FILE",
+    "Aggregate",
+    "Estimate",
+    "Improvement",
+    "Report",
+    "aggregates",
+    "bootstrap",
+    "env_and_task",
+    "improvements",
+    "iqm_curve",
+    "marl_eval_data",
+    "memory_pairs",
+    "plot_performance_profiles",
+    "plot_sample_efficiency",
+    "report",
+]

@@ -1,0 +1,241 @@
+"""The evaluation protocol (`semzoo report`) on fixture runs whose statistics are worked out by hand."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("rliable")
+pytest.importorskip("matplotlib")
+
+from semzoo.cli import app
+from semzoo.config import TrainConfig
+from semzoo.run.protocol import (
+    ABSOLUTE_FILE,
+    ALL_ENVS,
+    CURVES_FILE,
+    MARL_EVAL_FILE,
+    PROFILE_FILE,
+    REPORT_FILE,
+    aggregates,
+    improvements,
+    iqm_curve,
+    memory_pairs,
+    metric_at,
+    report,
+)
+from semzoo.run.report import load_runs
+from semzoo.run.rundir import METRIC_FIELDS
+
+REPS = 200
+"""Enough replications for CIs in tests; the point estimates do not depend on them."""
+AT = 300
+FINAL = {  # (env, algo) -> per seed the win rate at step 300
+    # IQM of 8 seeds = mean of the middle four (2, 3, 4, 5) / 10 = 0.35; mean = 0.35 + 0.9/8 (the outlier)
+    ("smax:3m", "qmix"): [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 1.6],
+    ("smax:3m", "sem-qmix"): [0.8, 0.8, 0.8, 0.8, 0.9, 0.9, 0.9, 0.9],  # every run beats every qmix run but 1.6
+    ("smax:2s3z", "qmix"): [0.5, 0.5, 0.5, 0.5],
+    ("smax:2s3z", "sem-qmix"): [0.5, 0.5, 0.5, 0.5],  # equal scores: P(X > Y) = 0.5
+}
+EARLY = 100
+EARLY_VALUE = 0.05
+RETURN_SCALE = 20.0
+"""test_return_mean = RETURN_SCALE x test_win_rate in every fixture row."""
+
+
+def write_run(root, env, algo, seed, win_rate_by_step):
+    """A run directory with config.json and metrics.csv: test_win_rate and test_return_mean at each step."""
+    config = TrainConfig(env=env, algo=algo, seed=seed, steps=max(win_rate_by_step))
+    run_dir = root / f"{env.replace(':', '_')}_{algo}_seed{seed}"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
+    with (run_dir / "metrics.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(METRIC_FIELDS)
+        for step, value in win_rate_by_step.items():
+            writer.writerow([step, step // 2, step // 2, 0.1, "test_win_rate", value])
+            writer.writerow([step, step // 2, step // 2, 0.1, "test_return_mean", RETURN_SCALE * value])
+
+
+@pytest.fixture
+def runs_root(tmp_path):
+    root = tmp_path / "runs"
+    for (env, algo), finals in FINAL.items():
+        for seed, final in enumerate(finals):
+            write_run(root, env, algo, seed, {0: 0.0, EARLY: EARLY_VALUE + seed / 100, AT: final})
+    return root
+
+
+def by_key(rows):
+    return {(r.env, r.algo): r for r in rows}
+
+
+def test_iqm_and_mean_per_env_match_the_hand_computed_values(runs_root):
+    rows = by_key(aggregates(load_runs(runs_root), metric_at("test_win_rate", AT), AT, reps=REPS))
+    expected = {  # (env, algo) -> (IQM, mean, seeds)
+        ("smax:3m", "qmix"): (0.35, 3.7 / 8, 8),
+        ("smax:3m", "sem-qmix"): (0.85, 0.85, 8),
+        ("smax:2s3z", "qmix"): (0.5, 0.5, 4),
+        ("smax:2s3z", "sem-qmix"): (0.5, 0.5, 4),
+    }
+    for key, (iqm, mean, seeds) in expected.items():
+        row = rows[key]
+        assert row.iqm.value == pytest.approx(iqm, abs=1e-12), key
+        assert row.mean.value == pytest.approx(mean, abs=1e-12), key
+        assert row.seeds == seeds and row.envs == 1
+        for estimate in (row.iqm, row.mean):
+            assert estimate.low <= estimate.value <= estimate.high, key
+    assert rows[("smax:3m", "qmix")].mean.high > rows[("smax:3m", "qmix")].mean.low  # spread seeds: a real interval
+    assert rows[("smax:2s3z", "qmix")].iqm.low == rows[("smax:2s3z", "qmix")].iqm.high == 0.5  # equal seeds: none
+
+
+def test_aggregate_across_envs_uses_the_smallest_seed_count_lowest_seeds_first(runs_root):
+    rows = by_key(aggregates(load_runs(runs_root), metric_at("test_win_rate", AT), AT, reps=REPS))
+    qmix = rows[(ALL_ENVS, "qmix")]
+    assert (qmix.seeds, qmix.envs) == (4, 2)
+    # seeds 0-3 of 3m (0.0-0.3) and of 2s3z (0.5 x4): sorted 0, .1, .2, .3, .5, .5, .5, .5 -> IQM of .2 .3 .5 .5
+    assert qmix.iqm.value == pytest.approx(1.5 / 4, abs=1e-12)
+    assert qmix.mean.value == pytest.approx(2.6 / 8, abs=1e-12)
+
+
+def test_probability_of_improvement_is_one_when_all_greater_and_half_when_equal(runs_root):
+    runs = load_runs(runs_root)
+    pois = {r.env: r for r in improvements(runs, metric_at("test_win_rate", AT), AT, reps=REPS)}
+    assert {(r.algo, r.base) for r in pois.values()} == {("sem-qmix", "qmix")}
+    # 3m: sem-qmix's 8 runs beat qmix's 7 low runs and lose to its 1.6: 56 wins of 64 pairs
+    assert pois["smax:3m"].probability.value == pytest.approx(56 / 64, abs=1e-12)
+    assert pois["smax:2s3z"].probability.value == pytest.approx(0.5, abs=1e-12)
+    # across envs (seeds 0-3 each): 3m gives 1.0 (0.8, 0.8, 0.8, 0.8 vs 0.0-0.3), 2s3z 0.5
+    assert pois[ALL_ENVS].probability.value == pytest.approx(0.75, abs=1e-12)
+    for r in pois.values():
+        assert r.probability.low <= r.probability.value <= r.probability.high
+
+
+def test_memory_pairs_match_each_variant_to_its_base():
+    assert memory_pairs(["cw-qmix", "qmix", "saem-qmix", "sem-cw-qmix", "sem-vdn"]) == [
+        ("saem-qmix", "qmix"), ("sem-cw-qmix", "cw-qmix")]
+
+
+def test_the_bootstrap_is_reproducible(runs_root):
+    runs = load_runs(runs_root)
+    first = aggregates(runs, metric_at("test_win_rate", AT), AT, reps=REPS)
+    np.random.seed(123)  # the global RNG's state does not change the report
+    assert aggregates(runs, metric_at("test_win_rate", AT), AT, reps=REPS) == first
+
+
+def test_curve_counts_only_the_seeds_that_reached_each_step(tmp_path):
+    for seed, values in enumerate([{0: 0.0, 100: 0.4, 200: 0.8}, {0: 0.2, 100: 0.6}]):
+        write_run(tmp_path, "smax:3m", "qmix", seed, values)
+    steps, iqm, low, high, seeds = iqm_curve(load_runs(tmp_path), "test_win_rate", reps=REPS)
+    assert steps.tolist() == [0, 100, 200]
+    assert seeds.tolist() == [2, 2, 1]
+    assert iqm == pytest.approx([0.1, 0.5, 0.8])  # at 200 only seed 0: seed 1's 0.6 is not carried on
+    assert np.all(low <= iqm) and np.all(iqm <= high)
+
+
+def test_absolute_metric_is_read_from_absolute_json(runs_root):
+    for run in load_runs(runs_root):
+        if run.env == "smax:3m" and run.seed < 4:
+            record = {"step": AT, "episodes": 320, "test_win_rate": 0.9 if run.algo == "sem-qmix" else 0.25,
+                      "test_return_mean": 10.0}
+            (run.run_dir / ABSOLUTE_FILE).write_text(json.dumps(record))
+    done = report(runs_root, [AT], reps=REPS)
+    absolute = by_key(a for a in done.aggregates if a.step == "absolute")
+    assert set(absolute) == {("smax:3m", "qmix"), ("smax:3m", "sem-qmix")}
+    assert absolute[("smax:3m", "qmix")].iqm.value == pytest.approx(0.25)
+    assert absolute[("smax:3m", "qmix")].seeds == 4
+    assert "Absolute test_win_rate" in done.markdown and "8 of 24 runs" in done.markdown
+
+
+def test_marl_eval_export_has_its_layout_and_the_logged_values(runs_root):
+    (next(runs_root.glob("smax_3m_sem-qmix_seed1")) / ABSOLUTE_FILE).write_text(json.dumps(
+        {"step": AT, "episodes": 320, "test_win_rate": None, "test_return_mean": 7.5}))
+    report(runs_root, [AT], reps=REPS)
+    data = json.loads((runs_root / "report" / MARL_EVAL_FILE).read_text())
+    assert list(data) == ["smax"]
+    assert set(data["smax"]) == {"3m", "2s3z"}
+    assert set(data["smax"]["3m"]) == {"qmix", "sem-qmix"}
+    runs = data["smax"]["3m"]["sem-qmix"]
+    assert set(runs) == {f"run_{seed}" for seed in range(8)}
+    run1 = runs["run_1"]
+    assert [run1[f"step_{k}"]["step_count"] for k in range(3)] == [0, EARLY, AT]
+    assert run1["step_2"]["win_rate"] == [0.8]
+    assert run1["step_1"]["win_rate"] == [pytest.approx(EARLY_VALUE + 0.01)]
+    assert run1["step_2"]["return"] == [pytest.approx(RETURN_SCALE * 0.8)]
+    assert run1["absolute_metrics"] == {"return": [7.5]}  # a null win rate (env without wins) is left out
+    assert "absolute_metrics" not in runs["run_0"]
+
+
+def test_report_writes_readable_figures_markdown_and_table(runs_root):
+    done = report(runs_root, [EARLY, AT], reps=REPS)
+    out = runs_root / "report"
+    for name in (PROFILE_FILE, CURVES_FILE):
+        assert (out / name).stat().st_size > 10_000, name
+    text = (out / REPORT_FILE).read_text()
+    assert text == done.markdown
+    assert f"]({PROFILE_FILE})" in text and f"]({CURVES_FILE})" in text
+    assert "| smax:3m | qmix | 8 | 0.350 [" in text
+    assert "P(X > Y)" in text
+    assert "mean over seeds" in text and "| sem-qmix |" in text  # the paper's Table 1 layout (score_table)
+
+
+def test_a_single_evaluation_point_still_draws_a_curve(tmp_path):
+    for seed in range(3):
+        write_run(tmp_path, "matrix:two_step", "qmix", seed, {AT: 0.5 + seed / 10})
+    report(tmp_path, [AT], reps=REPS)
+    assert (tmp_path / "report" / CURVES_FILE).stat().st_size > 10_000
+
+
+def cli(*args):
+    return CliRunner().invoke(app, ["report", *map(str, args)])
+
+
+def test_cli_prints_the_tables_and_names_the_files(runs_root, tmp_path):
+    result = cli(runs_root, "--at", f"{EARLY},{AT}", "--reps", REPS, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "IQM [95 % CI]" in result.output and "Probability of improvement" in result.output
+    assert f"wrote {tmp_path / 'out' / MARL_EVAL_FILE}" in result.output
+
+
+def test_cli_names_the_furthest_step_when_no_run_reached_the_requested_one(runs_root):
+    result = cli(runs_root, "--at", "500000", "--reps", REPS)
+    assert result.exit_code == 1
+    assert "furthest run reached 300" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_cli_names_the_known_metrics_for_an_unknown_one(runs_root):
+    result = cli(runs_root, "--at", AT, "--metric", "test_win", "--reps", REPS)
+    assert result.exit_code == 1
+    assert "unknown metric 'test_win'" in result.output and "test_win_rate" in result.output
+
+
+@pytest.mark.parametrize("at", ["abc", "100,x", "-5"])
+def test_cli_rejects_a_bad_at_as_a_usage_error(runs_root, at):
+    result = cli(runs_root, "--at", at)
+    assert result.exit_code == 2
+    assert "--at" in result.output and "Traceback" not in result.output
+
+
+def test_cli_absolute_without_the_evaluator_is_a_clear_error(runs_root, monkeypatch):
+    import semzoo.run.evaluation as evaluation
+
+    monkeypatch.delattr(evaluation, "absolute_metric", raising=False)
+    result = cli(runs_root, "--at", AT, "--reps", REPS, "--absolute")
+    assert result.exit_code == 1
+    assert "absolute_metric" in result.output and "Traceback" not in result.output
+
+
+def test_cli_without_rliable_names_the_extra(runs_root, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "rliable", None)  # `import rliable` now raises ImportError
+    monkeypatch.setitem(sys.modules, "rliable.library", None)
+    result = cli(runs_root, "--at", AT)
+    assert result.exit_code == 1
+    assert "pip install 'semzoo[report]'" in result.output
+    assert len(result.output.strip().splitlines()) == 1
