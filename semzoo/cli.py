@@ -350,8 +350,10 @@ def evaluate(
     episodes: int | None = typer.Option(None, help="Greedy episodes (default: the run's test_episodes)."),
     seed: int | None = typer.Option(None, help="Seed of the evaluation episodes (default: the run's test stream)."),
     device: str | None = typer.Option(None, help="auto, cpu, cuda (default: the run's)."),
+    best: bool = typer.Option(False, "--best", help="Evaluate the run's best checkpoint (best.ckpt: the agent of "
+                              "its best test evaluation) instead of the last."),
 ) -> None:
-    """Replay a run's last checkpoint greedily (epsilon 0): mean return and, where reported, win rate."""
+    """Replay a run's last (or, with --best, best) checkpoint greedily (epsilon 0): mean return and, where reported, win rate."""
     from semzoo.run.evaluation import evaluate_run
 
     if episodes is not None and episodes <= 0:
@@ -366,12 +368,14 @@ def evaluate(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            config, result, at_steps = evaluate_run(run_dir, episodes=episodes, seed=seed, device=device)
+            config, result, at_steps = evaluate_run(run_dir, episodes=episodes, seed=seed, device=device,
+                                                      best=best)
         except (ValueError, TypeError, ImportError) as err:
             _echo_warnings(caught)
             fail(str(err).strip().splitlines()[0] if str(err).strip() else repr(err))
     _echo_warnings(caught)
-    line = (f"{config.algo} on {config.env}, checkpoint at {at_steps:,} env steps, {result.episodes} greedy episodes: "
+    which = "best checkpoint" if best else "checkpoint"
+    line = (f"{config.algo} on {config.env}, {which} at {at_steps:,} env steps, {result.episodes} greedy episodes: "
             f"return {result.return_mean:.3f} +- {result.return_std:.3f}")
     optimum = _optimum(config)
     if optimum is not None:
