@@ -10,12 +10,12 @@ from semzoo.algos import Algorithm, algorithm_ids, register_algorithm
 from semzoo.config import AgentConfig, ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
 from semzoo.envs.registry import make_env, register_env
 from semzoo.mixers.base import Mixer, register_mixer
-from semzoo.run.evaluation import evaluate_run
+from semzoo.run.evaluation import absolute_metric, evaluate_run
 from semzoo.run.multi import resume_seeds, train_seeds
 from semzoo.run.trainer import Trainer, resume, train
 
 __all__ = [
     "AgentConfig", "Algorithm", "ExplorationConfig", "LearnerConfig", "MemoryConfig", "Mixer", "MixerConfig",
-    "Policy", "TrainConfig", "Trainer", "__version__", "algorithm_ids", "evaluate_run", "load_policy", "make_env",
+    "Policy", "TrainConfig", "Trainer", "__version__", "absolute_metric", "algorithm_ids", "evaluate_run", "load_policy", "make_env",
     "register_algorithm", "register_env", "register_mixer", "resume", "resume_seeds", "train", "train_seeds",
 ]

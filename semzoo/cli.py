@@ -350,8 +350,10 @@ def evaluate(
     episodes: int | None = typer.Option(None, help="Greedy episodes (default: the run's test_episodes)."),
     seed: int | None = typer.Option(None, help="Seed of the evaluation episodes (default: the run's test stream)."),
     device: str | None = typer.Option(None, help="auto, cpu, cuda (default: the run's)."),
+    best: bool = typer.Option(False, "--best", help="Evaluate the run's best checkpoint (best.ckpt: the agent of "
+                              "its best test evaluation) instead of the last."),
 ) -> None:
-    """Replay a run's last checkpoint greedily (epsilon 0): mean return and, where reported, win rate."""
+    """Replay a run's last (or, with --best, best) checkpoint greedily (epsilon 0): mean return and, where reported, win rate."""
     from semzoo.run.evaluation import evaluate_run
 
     if episodes is not None and episodes <= 0:
@@ -366,12 +368,14 @@ def evaluate(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            config, result, at_steps = evaluate_run(run_dir, episodes=episodes, seed=seed, device=device)
+            config, result, at_steps = evaluate_run(run_dir, episodes=episodes, seed=seed, device=device,
+                                                      best=best)
         except (ValueError, TypeError, ImportError) as err:
             _echo_warnings(caught)
             fail(str(err).strip().splitlines()[0] if str(err).strip() else repr(err))
     _echo_warnings(caught)
-    line = (f"{config.algo} on {config.env}, checkpoint at {at_steps:,} env steps, {result.episodes} greedy episodes: "
+    which = "best checkpoint" if best else "checkpoint"
+    line = (f"{config.algo} on {config.env}, {which} at {at_steps:,} env steps, {result.episodes} greedy episodes: "
             f"return {result.return_mean:.3f} +- {result.return_std:.3f}")
     optimum = _optimum(config)
     if optimum is not None:
@@ -466,8 +470,19 @@ def table(
     metric: str = typer.Option("test_win_rate", help="Metric of the table."),
     csv_path: str | None = typer.Option(None, "--csv", help="Also write the table to this CSV file."),
 ) -> None:
-    """Score table: per env the mean over seeds at each step, then mean and median across envs per algorithm."""
-    from semzoo.run.report import load_runs, score_table, table_markdown, write_table_csv
+    """Score table: per env the mean over seeds at each step, then mean and median across envs per algorithm.
+
+    A mean or median is n/a unless every env has a value; a table with no value at all is an error.
+    """
+    from semzoo.run.report import (
+        SUMMARY_ENVS,
+        furthest_step,
+        load_runs,
+        missing_cells,
+        score_table,
+        table_markdown,
+        write_table_csv,
+    )
 
     try:
         steps = [int(item.replace("_", "")) for item in _split(at, "--at")]
@@ -476,12 +491,22 @@ def table(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            rows = score_table(load_runs(folder), steps, metric)
+            runs = load_runs(folder)
+            rows = score_table(runs, steps, metric)
         except (ValueError, TypeError) as err:
             _echo_warnings(caught)
             fail(str(err))
     _echo_warnings(caught)
+    missing, cells = missing_cells(rows), sum(r.env not in SUMMARY_ENVS for r in rows)
+    furthest = furthest_step(runs)
+    if missing == cells:
+        fail(f"no run has a {metric} value at env steps {', '.join(f'{s:,}' for s in steps)}: the furthest step any "
+             f"run reached is {furthest:,} (a run has a value at t once it trained to t and was evaluated by then)")
     typer.echo(table_markdown(rows, metric))
+    if missing:
+        typer.echo(f"Hint: {missing} of {cells} cells are n/a: no seed of that env and algorithm trained to the step "
+                   f"(the furthest any run reached is {furthest:,}) or evaluated by then; a mean or median across "
+                   "envs is n/a unless every env has a value", err=True)
     if csv_path is not None:
         typer.echo(f"\nwrote {write_table_csv(rows, csv_path)}")
 

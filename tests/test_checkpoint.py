@@ -136,7 +136,8 @@ def test_resume_is_bitwise_identical_to_a_straight_run(tmp_path, sequential):
     assert straight["counters"]["env_steps"] == total and straight["counters"]["updates"] > 0
     assert straight["memory"]["n_entries"] > 0 and straight["buffer"]["size"] == 16
     assert ("acting" in straight) is not sequential  # overlap mode saves the acting agent's parameters
-    for key in ("learner", "buffer", "memory", "rng", "loop", "counters", *(() if sequential else ("acting",))):
+    for key in ("learner", "buffer", "memory", "rng", "loop", "counters", "best",
+                *(() if sequential else ("acting",))):
         if key == "counters":
             straight[key].pop("wall_time"), split[key].pop("wall_time")
         assert_same(straight[key], split[key], key)

@@ -157,9 +157,91 @@ def test_plot_and_table_commands_skip_damaged_runs_with_one_line_each(runs_root,
                  ["plot", str(runs_root), "--out", str(tmp_path / "p")]):
         out = runner.invoke(app, args)
         assert out.exit_code == 0, out.output
-        lines = out.stderr.strip().splitlines()
+        # The plot also warns once that penalty/qmix's curve is cut where its short seed stopped.
+        lines = [line for line in out.stderr.strip().splitlines() if "curve ends at" not in line]
         assert len(lines) == len(damaged) and "Traceback" not in out.output
         for line, run_dir in zip(lines, sorted(damaged)):
             assert line.startswith(f"Warning: skipping {run_dir}: ")
     assert "| sem-qmix | 0.900 | 0.800 | 0.100 | 0.600 | 0.800 |" in runner.invoke(app, ["table", str(runs_root),
                                                                                       "--at", "150,300"]).stdout
+
+
+@pytest.fixture
+def saved_figures(monkeypatch):
+    """The matplotlib figures the plot functions save, kept open for inspection."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figures = []
+    real_savefig = Figure.savefig
+
+    def keep(self, *args, **kwargs):
+        figures.append(self)
+        return real_savefig(self, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    return figures
+
+
+def test_a_curve_of_one_evaluation_is_drawn_with_markers_a_long_one_without(tmp_path, saved_figures):
+    for seed in range(2):
+        write_run(tmp_path, "matrix:climbing", "qmix", seed, {100: 0.5 + seed / 10}, memory=True)
+        write_run(tmp_path, "matrix:climbing", "vdn", seed, dict.fromkeys(range(0, 700, 100), 0.1))
+    plot_runs(tmp_path, metric="test_win_rate", out=tmp_path / "plots")
+    lines = {(fig_index, line.get_label()): line for fig_index, fig in enumerate(saved_figures)
+             for ax in fig.axes for line in ax.get_lines()}
+    one_point = [line for (_, label), line in lines.items() if label.startswith("qmix")]
+    assert len(one_point) == 4  # the win rate, then y, E and Q_tot
+    for line in one_point:
+        assert len(line.get_xdata()) == 1 and line.get_marker() not in ("None", "", None)
+    long = lines[(0, "vdn (2 seeds)")]
+    assert len(long.get_xdata()) == 7 and long.get_marker() in ("None", "", None)
+
+
+def test_a_curve_stops_at_the_step_every_seed_reached_and_says_so(runs_root, saved_figures):
+    """penalty/qmix: seeds 0-2 reached 300, seed 3 stopped at 200; before, the curve went on to 300 on 3 seeds."""
+    from semzoo.run.report import CutCurveWarning, curve
+
+    runs = load_runs(runs_root)
+    penalty_qmix = [r for r in runs if (r.env, r.algo) == ("matrix:penalty", "qmix")]
+    steps, mid, _, _ = curve(penalty_qmix, "test_win_rate")
+    assert list(steps) == [0, 100, 200] and mid[-1] == FILLER[200]
+    with pytest.warns(CutCurveWarning, match=r"matrix:penalty qmix: the seeds stopped between env step 200 and 300"):
+        plot_runs(runs_root, metric="test_win_rate", out=runs_root / "plots")
+    labels = {line.get_label(): max(line.get_xdata()) for ax in saved_figures[0].axes for line in ax.get_lines()}
+    assert labels["qmix (4 seeds, cut at 200)"] == 200 and labels["qmix (3 seeds)"] == 300
+
+
+def test_table_at_steps_no_run_reached_fails_naming_the_furthest_step(runs_root):
+    out = CliRunner().invoke(app, ["table", str(runs_root), "--at", "10000,20000"])
+    assert out.exit_code == 1 and "Traceback" not in out.output
+    assert out.stderr.strip().count("\n") == 0
+    assert "no run has a test_win_rate value at env steps 10,000, 20,000" in out.stderr
+    assert "the furthest step any run reached is 300" in out.stderr
+
+
+def test_table_with_some_cells_missing_shows_n_a_and_prints_a_hint(runs_root):
+    out = CliRunner().invoke(app, ["table", str(runs_root), "--at", "300,10000"])
+    assert out.exit_code == 0, out.output
+    assert "| sem-qmix | 0.900 | 0.800 | 0.100 | 0.600 | 0.800 |" in out.stdout and "| qmix | n/a |" in out.stdout
+    assert out.stderr.startswith("Hint: 6 of 12 cells are n/a") and "furthest any run reached is 300" in out.stderr
+    complete = CliRunner().invoke(app, ["table", str(runs_root), "--at", "300"])
+    assert complete.exit_code == 0 and complete.stderr == ""
+
+
+def test_mean_and_median_across_envs_are_n_a_unless_every_env_has_a_value(runs_root, tmp_path):
+    write_run(runs_root, "matrix:climbing", "vdn", 0, {0: 0.0, 100: 0.5, 300: 0.7})
+    write_run(runs_root, "matrix:penalty", "vdn", 0, {0: 0.0, 100: 0.25, 300: 0.9})
+    rows = score_table(load_runs(runs_root), [300])
+    got = table_values(rows)
+    assert got[(300, "vdn", "matrix:climbing")] == (0.7, 1) and np.isnan(got[(300, "vdn", "matrix:qtran")][0])
+    for summary in ("mean", "median"):
+        value, envs = got[(300, "vdn", summary)]
+        assert np.isnan(value) and envs == 2  # not the mean of climbing and penalty alone
+    assert got[(300, "qmix", "mean")][0] == pytest.approx(0.8 / 3)  # complete rows keep their summaries
+    assert "| vdn | 0.700 | 0.900 | n/a | n/a (2/3 envs) | n/a (2/3 envs) |" in table_markdown(rows, "test_win_rate")
+    with write_table_csv(rows, tmp_path / "t.csv").open() as f:
+        read = {(r["algo"], r["env"]): r for r in csv.DictReader(f)}
+    assert read[("vdn", "mean")]["value"] == "" and read[("vdn", "mean")]["seeds"] == "2"

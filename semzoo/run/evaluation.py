@@ -1,23 +1,28 @@
-"""Greedy evaluation: test episodes of a run's agents, during training and from a checkpoint."""
+"""Greedy evaluation: test episodes of a run's agents, during training, from a checkpoint, and the absolute metric."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 
 from semzoo.config import TrainConfig
-from semzoo.run.rundir import load_trained
+from semzoo.run.checkpoint import write_atomic
+from semzoo.run.rundir import ABSOLUTE_FILE, load_best, load_trained
 from semzoo.run.runner import EpisodeRunner
 
 TEST_SEED_OFFSET = 1_000_000_007
 """Test episodes draw env seeds from a stream disjoint from training's."""
 SEED_STRIDE = 100_003
 """Env seeds of run ``seed`` start at ``seed * SEED_STRIDE`` (training) or that plus TEST_SEED_OFFSET (tests)."""
+ABSOLUTE_FACTOR = 10
+"""The absolute metric plays the best agent on this many times the run's test episodes (Gorsane et al. 2022)."""
 
 
 @dataclass
@@ -57,31 +62,78 @@ def greedy_episodes(runner: EpisodeRunner, n_episodes: int, seeds: Callable[[int
 
 
 def evaluate_run(run_dir: str | Path, *, episodes: int | None = None, seed: int | None = None,
-                 device: str | None = None) -> tuple[TrainConfig, EvalResult, int]:
-    """Greedy evaluation of the last valid checkpoint of a run: (config, result, checkpoint env steps).
+                 device: str | None = None, best: bool = False) -> tuple[TrainConfig, EvalResult, int]:
+    """Greedy evaluation of a run's last valid checkpoint: (config, result, checkpoint env steps).
 
-    Only the env and the agent network are built (no replay, no episodic table). Without ``seed`` the
-    episodes are the run's own test stream from its start; ``seed`` picks env seeds seed, seed + N, ...
+    ``best`` evaluates ``best.ckpt`` instead (the agent of the run's best test evaluation; its env step is
+    returned). Only the env and the agent network are built (no replay, no episodic table). Without
+    ``seed`` the episodes are the run's own test stream from its start; ``seed`` picks env seeds seed,
+    seed + N, ...
+    """
+    if best:
+        config, payload = load_best(run_dir)
+        agent_state, at_step = payload["agent"], int(payload["step"])
+    else:
+        config, payload = load_trained(run_dir, purpose="to evaluate")
+        agent_state, at_step = payload["learner"]["agent"], int(payload["counters"]["env_steps"])
+    return config, evaluate_agent(config, agent_state, episodes=episodes, seed=seed, device=device), at_step
+
+
+def evaluate_agent(config: TrainConfig, agent_state: dict[str, torch.Tensor], *, episodes: int | None = None,
+                   seed: int | None = None, device: str | None = None) -> EvalResult:
+    """Greedy episodes of the agent with parameters ``agent_state`` in a fresh env of ``config``.
+
+    ``episodes`` defaults to ``config.test_episodes``; ``seed`` and the env seeds as in ``evaluate_run``.
     """
     from semzoo.agents.rnn import RNNAgent
     from semzoo.envs.registry import make_vec_env
     from semzoo.run.device import resolve_device
 
-    config, payload = load_trained(run_dir, purpose="to evaluate")
     if device is not None:
         config = dataclasses.replace(config, device=device)
     torch_device = resolve_device(config.device)
     env = make_vec_env(config)
     try:
         agent = RNNAgent.for_env(env, config.agent).to(torch_device)
-        agent.load_state_dict(payload["learner"]["agent"])
+        agent.load_state_dict(agent_state)
         runner = EpisodeRunner(env, agent, device=torch_device, episode_limit=config.episode_limit)
         n_episodes = config.test_episodes if episodes is None else episodes
-        result = greedy_episodes(runner, n_episodes, eval_env_seeds(config.seed, env.n_envs, seed),
-                                 torch.Generator().manual_seed(config.seed))
+        return greedy_episodes(runner, n_episodes, eval_env_seeds(config.seed, env.n_envs, seed),
+                               torch.Generator().manual_seed(config.seed))
     finally:
         env.close()
-    return config, result, int(payload["counters"]["env_steps"])
+
+
+def absolute_metric(run_dir: str | Path, *, factor: int = ABSOLUTE_FACTOR, device: str | None = None) -> dict[str, Any]:
+    """The "absolute metric" of Gorsane et al. (2022): the run's best agent on ``factor`` x its test episodes.
+
+    The agent is ``best.ckpt`` (kept during training); its greedy episodes are the run's test stream from
+    its start. The result is cached in ``<run_dir>/absolute.json``, a dict with ``step`` (of the best
+    evaluation), ``episodes``, ``test_win_rate`` (None where the env reports no wins), ``test_return_mean``,
+    ``test_return_std``, ``best_metric`` and ``best_score`` (the training evaluation that chose it); a cached
+    record of the same best checkpoint and episode count is returned without evaluating again.
+    """
+    if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
+        raise ValueError(f"factor={factor!r}: expected a positive integer multiple of the run's test episodes "
+                         f"(the protocol's is {ABSOLUTE_FACTOR})")
+    run_dir = Path(run_dir)
+    config, payload = load_best(run_dir)
+    episodes = factor * config.test_episodes
+    key: dict[str, Any] = {"step": int(payload["step"]), "episodes": episodes, "best_metric": str(payload["metric"]),
+                           "best_score": float(payload["score"])}
+    cache = run_dir / ABSOLUTE_FILE
+    try:
+        cached = json.loads(cache.read_text())
+    except (OSError, json.JSONDecodeError):
+        cached = None
+    if isinstance(cached, dict) and all(cached.get(name) == value for name, value in key.items()):
+        return cached
+    result = evaluate_agent(config, payload["agent"], episodes=episodes, device=device)
+    record = {"step": key["step"], "episodes": result.episodes, "test_win_rate": result.win_rate,
+              "test_return_mean": result.return_mean, "test_return_std": result.return_std,
+              "best_metric": key["best_metric"], "best_score": key["best_score"]}
+    write_atomic(cache, json.dumps(record, indent=2).encode())
+    return record
 
 
 def eval_env_seeds(run_seed: int, n_envs: int, seed: int | None = None, start: int = 0) -> Callable[[int], int]:

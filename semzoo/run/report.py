@@ -3,8 +3,10 @@
 Runs are found from the ``config.json`` files under a folder; each contributes one series per
 metric from its ``metrics.csv``. The value of a run at step t is the metric at its last row at or
 before t (for test metrics, the last evaluation); a run that never trained to t has no value there.
-Curves show, per algorithm, the median across seeds and the 25-75 % band; tables average over
-seeds, then give the mean and the median across environments.
+Curves show, per algorithm, the median across seeds and the 25-75 % band, up to the step every seed
+reached (a curve never mixes seeds that stopped early with the others: it is cut, with a warning and
+a note in its legend); tables average over seeds, then give the mean and the median across
+environments, which are n/a unless every environment has a value.
 """
 
 from __future__ import annotations
@@ -29,10 +31,17 @@ FIGURE_DPI = 110
 PANEL_SIZE_IN = (4.8, 3.4)
 MAX_COLUMNS = 3
 BAND_ALPHA = 0.25
+FEW_POINTS = 5
+"""A curve of at most this many points is drawn with markers (a line through one point is invisible)."""
+MARKER = "o"
 
 
 class SkippedRunWarning(UserWarning):
     """A run directory under the folder could not be read (bad config.json or metrics.csv) and was left out."""
+
+
+class CutCurveWarning(UserWarning):
+    """The seeds of one (env, algo) stopped at different steps: its curve ends at the step every seed reached."""
 
 
 @dataclass
@@ -115,12 +124,20 @@ def _grouped(runs: Iterable[RunSeries]) -> dict[str, dict[str, list[RunSeries]]]
     return {env: {algo: sorted(out[env][algo], key=lambda r: r.seed) for algo in sorted(out[env])} for env in out}
 
 
+def common_last_step(runs: Sequence[RunSeries]) -> int:
+    """The step every run reached: the smallest of their last steps."""
+    return min(run.last_step for run in runs)
+
+
 def curve(runs: Sequence[RunSeries], metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(steps, median, 25th, 75th percentile) across seeds, on the union of the seeds' logged steps.
 
-    A step counts only where every seed that trained to it has a value; shapes [K] each.
+    The curve stops at the step every seed reached (``common_last_step``): past it the statistics would
+    mix the seeds that went on with fewer of them. A step before a seed's first value counts the
+    others only; shapes [K] each.
     """
     steps = np.unique(np.concatenate([run.metrics[metric][0] for run in runs if metric in run.metrics]))
+    steps = steps[steps <= common_last_step(runs)]
     values = np.array([[run.value_at(metric, int(s)) for s in steps] for run in runs])  # [seeds, K]
     keep = ~np.all(np.isnan(values), axis=0)
     steps, values = steps[keep], values[:, keep]
@@ -160,8 +177,15 @@ def plot_metric(runs: Sequence[RunSeries], metric: str, path: str | Path) -> Pat
         for algo, seeds in algos.items():
             if not any(metric in r.metrics for r in seeds):
                 continue
-            steps, mid, lo, hi = curve([r for r in seeds if metric in r.metrics], metric)
-            ax.plot(steps, mid, color=colours[algo], label=f"{algo} ({len(seeds)} seeds)")
+            with_metric = [r for r in seeds if metric in r.metrics]
+            steps, mid, lo, hi = curve(with_metric, metric)
+            label = f"{algo} ({len(with_metric)} seeds)"
+            cut, furthest = common_last_step(with_metric), max(r.last_step for r in with_metric)
+            if cut < furthest:
+                label = f"{algo} ({len(with_metric)} seeds, cut at {cut:,})"
+                warnings.warn(f"{env} {algo}: the seeds stopped between env step {cut:,} and {furthest:,}; the "
+                              f"curve ends at {cut:,}, the step every seed reached", CutCurveWarning, stacklevel=2)
+            ax.plot(steps, mid, color=colours[algo], label=label, marker=_marker(steps))
             ax.fill_between(steps, lo, hi, color=colours[algo], alpha=BAND_ALPHA, linewidth=0)
         ax.set_title(env)
         ax.set_xlabel("env steps")
@@ -186,13 +210,18 @@ def plot_targets(runs: Sequence[RunSeries], path: str | Path) -> Path | None:
                 if with_metric:
                     steps, mid, _, _ = curve(with_metric, metric)
                     ax.plot(steps, mid, color=colours[algo], linestyle=TARGET_STYLES[metric],
-                            label=f"{algo} {TARGET_METRICS[metric]}")
+                            label=f"{algo} {TARGET_METRICS[metric]}", marker=_marker(steps))
         ax.set_title(f"{env}: targets")
         ax.set_xlabel("env steps")
         ax.set_ylabel("value")
         ax.grid(alpha=0.3)
         ax.legend(fontsize="x-small", ncol=2)
     return _save(plt, fig, path)
+
+
+def _marker(steps: np.ndarray) -> str | None:
+    """Markers on a curve of few points, so that a single evaluation shows."""
+    return MARKER if len(steps) <= FEW_POINTS else None
 
 
 def _save(plt, fig, path: str | Path) -> Path:
@@ -227,13 +256,20 @@ class TableRow:
     value: float
     seeds: int
     """Seeds that trained to ``step`` (for mean/median: envs with a value)."""
+    envs: int = 0
+    """For mean/median: the envs of the table (a summary has a value only when ``seeds == envs``); 0 otherwise."""
 
 
 SUMMARY_ENVS = ("mean", "median")
 
 
 def score_table(runs: Sequence[RunSeries], at: Sequence[int], metric: str = "test_win_rate") -> list[TableRow]:
-    """Per (step, algo, env): the mean over seeds of the metric at ``step``; then mean and median across envs."""
+    """Per (step, algo, env): the mean over seeds of the metric at ``step``; then mean and median across envs.
+
+    A mean or median across envs is NaN (n/a) unless every env of the table has a value for that algorithm
+    at that step: a summary over fewer envs would not compare with the other algorithms'. Its ``seeds``
+    counts the envs with a value, ``envs`` all of them (the markdown shows ``n/a (2/3 envs)``).
+    """
     check_metric(runs, metric)
     if not at or any(step < 0 for step in at):
         raise ValueError(f"--at {list(at)}: expected one or more non-negative env-step counts, e.g. 250000,500000")
@@ -251,15 +287,29 @@ def score_table(runs: Sequence[RunSeries], at: Sequence[int], metric: str = "tes
                 per_env.append(value)
                 rows.append(TableRow(step=step, algo=algo, env=env, value=value, seeds=len(values)))
             known = [v for v in per_env if not math.isnan(v)]
-            rows.append(TableRow(step=step, algo=algo, env="mean", value=float(np.mean(known)) if known else math.nan,
-                                 seeds=len(known)))
-            rows.append(TableRow(step=step, algo=algo, env="median",
-                                 value=float(np.median(known)) if known else math.nan, seeds=len(known)))
+            complete = len(known) == len(envs)
+            mean, median = (float(np.mean(known)), float(np.median(known))) if complete else (math.nan, math.nan)
+            rows.append(TableRow(step=step, algo=algo, env="mean", value=mean, seeds=len(known), envs=len(envs)))
+            rows.append(TableRow(step=step, algo=algo, env="median", value=median, seeds=len(known), envs=len(envs)))
     return rows
 
 
-def _cell(value: float) -> str:
-    return "n/a" if math.isnan(value) else f"{value:.3f}"
+def missing_cells(rows: Sequence[TableRow]) -> int:
+    """How many (step, algo, env) cells of a score table have no value (summaries not counted)."""
+    return sum(math.isnan(r.value) for r in rows if r.env not in SUMMARY_ENVS)
+
+
+def furthest_step(runs: Sequence[RunSeries]) -> int:
+    """The furthest env step any run reached."""
+    return max(run.last_step for run in runs)
+
+
+def _cell(row: TableRow) -> str:
+    if not math.isnan(row.value):
+        return f"{row.value:.3f}"
+    if row.env in SUMMARY_ENVS and 0 < row.seeds < row.envs:
+        return f"n/a ({row.seeds}/{row.envs} envs)"
+    return "n/a"
 
 
 def table_markdown(rows: Sequence[TableRow], metric: str) -> str:
@@ -273,7 +323,7 @@ def table_markdown(rows: Sequence[TableRow], metric: str) -> str:
                  "| algo | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
         for algo in dict.fromkeys(r.algo for r in at_step):
             cells = {r.env: r for r in at_step if r.algo == algo}
-            lines.append(f"| {algo} | " + " | ".join(_cell(cells[c].value) for c in columns) + " |")
+            lines.append(f"| {algo} | " + " | ".join(_cell(cells[c]) for c in columns) + " |")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
@@ -292,13 +342,17 @@ def write_table_csv(rows: Sequence[TableRow], path: str | Path) -> Path:
 
 __all__ = [
     "TARGET_METRICS",
+    "CutCurveWarning",
     "RunSeries",
     "SkippedRunWarning",
     "TableRow",
     "check_metric",
+    "common_last_step",
     "curve",
+    "furthest_step",
     "load_run",
     "load_runs",
+    "missing_cells",
     "plot_metric",
     "plot_runs",
     "plot_targets",

@@ -3,6 +3,9 @@
     <run_dir>/config.json     the resolved TrainConfig (``TrainConfig.to_dict``)
     <run_dir>/metrics.csv     long format: env_steps, episodes, updates, wall_time, name, value
     <run_dir>/checkpoints/    the last two checkpoints (``semzoo.run.checkpoint``)
+    <run_dir>/best.ckpt       the agent of the best test evaluation so far: agent parameters, its env step,
+                              score and metric (a checkpoint file, no replay buffer; ``write_best``)
+    <run_dir>/absolute.json   the best agent re-evaluated on 10x the test episodes (``absolute_metric``)
     <run_dir>/tensorboard/    TensorBoard events (when tensorboard is installed)
     <run_dir>/final.json      written once the run has finished
     <run_dir>/.lock           held (flock) by the one process writing the run
@@ -21,12 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from semzoo.config import TrainConfig
-from semzoo.run.checkpoint import CheckpointError, CheckpointManager
+from semzoo.run.checkpoint import CheckpointError, CheckpointManager, load_checkpoint, save_checkpoint
 
 METRIC_FIELDS = ("env_steps", "episodes", "updates", "wall_time", "name", "value")
 CONFIG_FILE = "config.json"
 METRICS_FILE = "metrics.csv"
 FINAL_FILE = "final.json"
+BEST_FILE = "best.ckpt"
+ABSOLUTE_FILE = "absolute.json"
 LOCK_FILE = ".lock"
 TENSORBOARD_DIR = "tensorboard"
 TIMING_METRICS = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "test_time_s", "checkpoint_time_s",
@@ -178,6 +183,27 @@ def load_trained(run_dir: str | Path, *, purpose: str) -> tuple[TrainConfig, dic
         raise CheckpointError(f"{run_dir} has no checkpoint {purpose}: train it first (checkpoints are written "
                               "every --save-interval env steps and at the end)")
     path, payload = found
+    check_checkpoint_matches(payload, config, path)
+    return config, payload
+
+
+def write_best(run_dir: Path, payload: dict[str, Any] | None) -> None:
+    """Write ``best.ckpt`` atomically (a checkpoint file), or remove it when ``payload`` is None (no best yet)."""
+    if payload is None:
+        (run_dir / BEST_FILE).unlink(missing_ok=True)
+    else:
+        save_checkpoint(run_dir / BEST_FILE, payload)
+
+
+def load_best(run_dir: str | Path) -> tuple[TrainConfig, dict[str, Any]]:
+    """(config, payload of ``best.ckpt``) of a run, checked to belong together; ValueError naming the fix otherwise."""
+    config = load_run_config(run_dir)
+    path = Path(run_dir) / BEST_FILE
+    if not path.exists():
+        raise CheckpointError(f"run {run_dir} has no {BEST_FILE}: it was trained before semzoo kept best checkpoints "
+                              "(or stopped before its first test evaluation); re-evaluate its last checkpoint with "
+                              "`semzoo evaluate`")
+    payload = load_checkpoint(path)
     check_checkpoint_matches(payload, config, path)
     return config, payload
 

@@ -25,6 +25,12 @@ a run takes the sequential loop's number of updates.
 
 The run directory's layout is in ``semzoo.run.rundir``; a checkpoint holds every piece of state the
 loop reads, so a resumed run continues bit for bit.
+
+After each test evaluation whose score beats the best so far (``test_win_rate`` where the env reports wins,
+else ``test_return_mean``; a tie keeps the earlier), the agent's parameters go to ``best.ckpt`` (the
+"absolute metric" of Gorsane et al. 2022 re-evaluates them: ``semzoo.run.evaluation.absolute_metric``). The
+best so far, parameters included, is part of the checkpoint state, and a resumed run rewrites ``best.ckpt``
+from it, so it ends with the same file as an uninterrupted run. Keeping it reads no random stream.
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ from semzoo.run.rundir import (
     load_run_config,
     new_run_dir,
     truncate_metrics,
+    write_best,
     write_final,
 )
 from semzoo.run.runner import EpisodeRunner, RolloutStats
@@ -75,6 +82,8 @@ Progress = Callable[[dict[str, Any]], None]
 """Called after every iteration with the counters, epsilon, the target steps and the last test figures."""
 ACTING_STREAM = 1
 """Spawn key of the acting thread's generator under the run seed (overlap mode), apart from the learner's."""
+BEST_METRICS = ("test_win_rate", "test_return_mean")
+"""The score of the best policy: the first of these the evaluation reports (win rate where the env reports wins)."""
 
 
 @dataclass
@@ -169,6 +178,8 @@ class Trainer:
         self._recent: list[RolloutStats] = []
         self._window: dict[str, list[float]] = {}
         self._last_eval: dict[str, float] = {}
+        self._best: dict[str, Any] | None = None
+        """The best test evaluation so far: step, updates, score, metric and the agent's parameters (``best.ckpt``)."""
         # Timing of the current log window (machine-dependent, not checkpointed).
         self._timing: dict[str, float] = {}
         self._window_clock = time.perf_counter()
@@ -188,6 +199,8 @@ class Trainer:
         assert self.run_dir is not None
         write_atomic(self.run_dir / CONFIG_FILE, json.dumps(self.config.to_dict(), indent=2).encode())
         (self.run_dir / FINAL_FILE).unlink(missing_ok=True)
+        # best.ckpt as of the checkpoint resumed from (a killed or shorter run may have written a later one).
+        write_best(self.run_dir, self._best_payload())
         self.logger = MetricsLogger(self.run_dir / METRICS_FILE, fresh=not resumed)
         if tensorboard and importlib.util.find_spec("tensorboard") is not None:
             from torch.utils.tensorboard import SummaryWriter
@@ -454,6 +467,28 @@ class Trainer:
         self._last_eval = metrics
         self.counters.last_test = self.counters.env_steps
         self.counters.test_updates = self.counters.updates
+        self._keep_if_best(metrics)
+
+    def _keep_if_best(self, metrics: dict[str, float]) -> None:
+        """After an evaluation: when its score beats the best so far (a tie keeps the earlier), keep the agent."""
+        metric = next(name for name in BEST_METRICS if name in metrics)
+        score = float(metrics[metric])
+        best = self._best
+        if math.isnan(score) or (best is not None and best["metric"] == metric and not score > best["score"]):
+            return
+        c = self.counters
+        agent = {name: value.detach().to("cpu", copy=True) for name, value in self.agent.state_dict().items()}
+        self._best = {"step": c.env_steps, "updates": c.updates, "score": score, "metric": metric, "agent": agent}
+        if self.run_dir is not None:
+            started = time.perf_counter()
+            write_best(self.run_dir, self._best_payload())
+            self._add_time("checkpoint_time_s", time.perf_counter() - started)
+
+    def _best_payload(self) -> dict[str, Any] | None:
+        """The content of ``best.ckpt``: what ``evaluate_run(best=True)`` needs, with the run's identity."""
+        if self._best is None:
+            return None
+        return {"env": self.config.env, "algo": self.config.algo, "config": self.config.to_dict(), **self._best}
 
     def _log(self, metrics: dict[str, float]) -> None:
         if self.logger is not None:
@@ -508,6 +543,7 @@ class Trainer:
             "rng": rng,
             "loop": {"recent": recent, "window": {k: list(v) for k, v in self._window.items()},
                      "last_eval": dict(self._last_eval)},
+            "best": dict(self._best) if self._best is not None else None,
             "metrics_bytes": self.logger.nbytes() if self.logger is not None else 0,
             **({"acting": self.acting_agent.state_dict()} if self.acting_agent is not None else {}),
         }
@@ -540,6 +576,7 @@ class Trainer:
                         for r in loop["recent"]]
         self._window = {k: list(v) for k, v in loop["window"].items()}
         self._last_eval = dict(loop["last_eval"])
+        self._best = state.get("best")  # None: a checkpoint from before best.ckpt, no best yet
 
     def save_checkpoint(self) -> Path | None:
         """Write a checkpoint of the current state (no-op without a run directory or if one exists for this step)."""
