@@ -537,7 +537,8 @@ def report(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            done = protocol_report(folder, steps, metric=metric, out=out, reps=reps, absolute=absolute)
+            done = protocol_report(folder, steps, metric=metric, out=out, reps=reps, absolute=absolute,
+                                   echo=lambda line: typer.echo(line, err=True))
         except (ValueError, TypeError, ImportError) as err:
             _echo_warnings(caught)
             fail(str(err))

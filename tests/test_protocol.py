@@ -221,13 +221,28 @@ def test_cli_rejects_a_bad_at_as_a_usage_error(runs_root, at):
     assert "--at" in result.output and "Traceback" not in result.output
 
 
-def test_cli_absolute_without_the_evaluator_is_a_clear_error(runs_root, monkeypatch):
-    import semzoo.run.evaluation as evaluation
+def test_cli_absolute_re_evaluates_best_checkpoints_and_leaves_out_runs_without_one(tmp_path):
+    from semzoo import train_seeds
+    from semzoo.config import AgentConfig, ExplorationConfig, LearnerConfig, MemoryConfig
 
-    monkeypatch.delattr(evaluation, "absolute_metric", raising=False)
-    result = cli(runs_root, "--at", AT, "--reps", REPS, "--absolute")
-    assert result.exit_code == 1
-    assert "absolute_metric" in result.output and "Traceback" not in result.output
+    root = tmp_path / "runs"
+    for algo in ("qmix", "sem-qmix"):
+        config = TrainConfig(env="matrix:two_step", algo=algo, steps=120, n_envs=4, test_episodes=4, test_interval=40,
+                             log_interval=40, save_interval=0, sequential=True, out=str(root),
+                             agent=AgentConfig(hidden_dim=8), learner=LearnerConfig(batch_size=8, buffer_size=64),
+                             exploration=ExplorationConfig(epsilon_anneal_steps=80),
+                             memory=MemoryConfig(pending_size=40))
+        train_seeds(config, [0, 1], progress=False)
+    write_run(root, "matrix:two_step", "qmix", 7, {0: 0.0, 40: 1.0, 120: 1.0})  # old layout: no best.ckpt
+
+    result = cli(root, "--at", 120, "--metric", "test_return_mean", "--reps", REPS, "--absolute",
+                 "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    records = sorted(root.glob(f"*/{ABSOLUTE_FILE}"))
+    assert len(records) == 4  # two seeds of each algorithm; the old run has none
+    assert all(json.loads(p.read_text())["episodes"] == 40 for p in records)  # 10 x test_episodes
+    assert "seed7" in result.output and "left out" in result.output
+    assert "absolute" in (tmp_path / "out" / REPORT_FILE).read_text().lower()
 
 
 def test_cli_without_rliable_names_the_extra(runs_root, monkeypatch):

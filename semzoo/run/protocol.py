@@ -43,9 +43,8 @@ from semzoo.run.report import (
     score_table,
     table_markdown,
 )
+from semzoo.run.rundir import ABSOLUTE_FILE
 
-ABSOLUTE_FILE = "absolute.json"
-"""A run's absolute metric: {"step", "episodes", "test_win_rate" (or null), "test_return_mean"}."""
 MARL_EVAL_FILE = "marl_eval.json"
 """The export for marl-eval: named for its reader, and unlike ``metrics.csv`` of a run directory."""
 REPORT_FILE = "report.md"
@@ -287,15 +286,25 @@ def absolute_score(metric: str) -> Score:
     return score
 
 
-def compute_absolute(runs: Sequence[RunSeries]) -> None:
-    """Re-evaluate each run's best checkpoint into its ``absolute.json`` (semzoo.run.evaluation.absolute_metric)."""
-    try:
-        from semzoo.run.evaluation import absolute_metric  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        raise ValueError("--absolute needs semzoo.run.evaluation.absolute_metric, which this semzoo does not have "
-                         f"yet: drop --absolute to report the {ABSOLUTE_FILE} files already written") from None
-    for run in runs:
-        absolute_metric(run.run_dir)
+def compute_absolute(runs: Sequence[RunSeries], echo: Callable[[str], None] = print) -> int:
+    """Re-evaluate each run's best checkpoint into its ``absolute.json``; returns how many runs have one.
+
+    A run without ``best.ckpt`` (trained before semzoo kept best checkpoints, or stopped before its first
+    evaluation) is left out of the absolute metric with one line naming it, so older runs still report.
+    """
+    from semzoo.run.evaluation import absolute_metric
+    from semzoo.run.rundir import BEST_FILE
+
+    done = 0
+    for i, run in enumerate(runs, 1):
+        if not (Path(run.run_dir) / BEST_FILE).exists():
+            echo(f"absolute metric: {run.run_dir} has no {BEST_FILE}; left out")
+            continue
+        record = absolute_metric(run.run_dir)
+        done += 1
+        echo(f"absolute metric {i}/{len(runs)}: {run.env} {run.algo} seed {run.seed}, best at "
+             f"{record['step']:,} env steps, {record['episodes']} episodes")
+    return done
 
 
 # ----- figures -----------------------------------------------------------------------------------------------------
@@ -487,8 +496,11 @@ def _improvement_table(rows: Sequence[Improvement], title: str) -> str:
 
 
 def report(root: str | Path, at: Sequence[int], metric: str = "test_win_rate", out: str | Path | None = None,
-           reps: int = DEFAULT_REPS, absolute: bool = False) -> Report:
-    """Statistics, figures, marl-eval export and ``report.md`` for the runs under ``root`` (into ``out``)."""
+           reps: int = DEFAULT_REPS, absolute: bool = False, echo: Callable[[str], None] = lambda line: None) -> Report:
+    """Statistics, figures, marl-eval export and ``report.md`` for the runs under ``root`` (into ``out``).
+
+    ``echo`` receives progress lines (the CLI prints them on stderr): bootstraps take a while at 2,000 reps.
+    """
     require_rliable()
     if reps < 1:
         raise ValueError(f"--reps {reps}: expected a positive number of bootstrap replications, e.g. 2000")
@@ -497,7 +509,7 @@ def report(root: str | Path, at: Sequence[int], metric: str = "test_win_rate", o
     check_steps(runs, metric, at)
     out = Path(out) if out is not None else Path(root) / "report"
     if absolute:
-        compute_absolute(runs)
+        compute_absolute(runs, echo)
 
     all_aggregates: list[Aggregate] = []
     all_improvements: list[Improvement] = []
@@ -507,6 +519,7 @@ def report(root: str | Path, at: Sequence[int], metric: str = "test_win_rate", o
                 "number of seeds on every env (the smallest count, lowest seeds first). A run's score at a step is "
                 "its last evaluation at or before it."]
     for step in at:
+        echo(f"bootstrapping {metric} at {step:,} env steps ({len(runs)} runs, {reps} replications)")
         rows = aggregates(runs, metric_at(metric, step), step, reps)
         pois = improvements(runs, metric_at(metric, step), step, reps)
         all_aggregates += rows
