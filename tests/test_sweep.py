@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from config_values import non_default_value
+from conftest import NO_ACTOR
 from flaky_env import FlakyEnvError
 from test_multi import TRAINING_ABS, TRAINING_REL
 from typer.testing import CliRunner
@@ -32,7 +33,7 @@ ALGOS = ["vdn", "sem-qmix"]
 STEPS = 200
 OVERRIDES = {"n_envs": 4, "test_interval": 50, "test_episodes": 4, "log_interval": 20, "save_interval": 40,
              "learner.batch_size": 8, "learner.buffer_size": 32, "memory.capacity": 1000, "memory.pending_size": 20,
-             "agent.hidden_dim": 8}
+             "agent.hidden_dim": 8, **NO_ACTOR}
 
 
 def sweep_args(out, envs=ENVS, overrides=OVERRIDES, *extra: str, steps: int = STEPS) -> list[str]:
