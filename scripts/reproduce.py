@@ -12,6 +12,8 @@ Full version (a cluster; the paper uses 2M steps and 5 seeds per map):
     python scripts/reproduce.py --steps 2000000 --seeds 5 --address auto --out /shared/runs/reproduce
 
 Running the same command again continues an interrupted sweep: finished runs are skipped.
+--pack-seeds trains each (map, algo)'s seeds together in one Ray trial (one process, the sequential
+loop; `semzoo sweep --pack-seeds`), in the same run directories.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import sys
 from pathlib import Path
 
 from semzoo.run.report import load_runs, plot_runs, score_table, table_markdown, write_table_csv
-from semzoo.run.sweep import plan_trials, run_sweep
+from semzoo.run.sweep import pack_seeds, plan_trials, run_sweep
 
 PAPER_MAPS = ("2s3z", "3s5z", "27m_vs_30m")
 PAPER_ALGOS = ("vdn", "sem-vdn", "qmix", "sem-qmix")
@@ -62,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray (default: all)")
     parser.add_argument("--cpus-per-trial", type=float, default=1.0)
     parser.add_argument("--max-retries", type=int, default=2)
+    parser.add_argument("--pack-seeds", action="store_true",
+                        help="train each (map, algo)'s seeds together in one Ray trial (one process)")
     parser.add_argument("--at", default=None, help="comma-separated steps of the score table")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="config override KEY=VALUE (JSON), e.g. learner.batch_size=16; repeatable")
@@ -73,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
                          overrides=parse_overrides(args.overrides))
     print(f"{len(trials)} runs: {len(envs)} maps x {len(algos)} algorithms x {args.seeds} seeds, "
           f"{args.steps:,} env steps each, in {args.out}")
-    report = run_sweep(trials, address=args.address, max_retries=args.max_retries, cpus_per_trial=args.cpus_per_trial,
+    tasks = pack_seeds(trials) if args.pack_seeds else trials
+    report = run_sweep(tasks, address=args.address, max_retries=args.max_retries, cpus_per_trial=args.cpus_per_trial,
                        num_cpus=args.num_cpus)
     print(f"finished now {len(report.finished)}, already finished {len(report.skipped)}, failed {len(report.failed)}")
 

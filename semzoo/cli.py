@@ -406,22 +406,26 @@ def sweep(
     num_cpus: int | None = typer.Option(None, help="CPUs of the embedded local Ray (default: all)."),
     set_: list[str] = typer.Option([], "--set", help="KEY=VALUE config override (JSON value), e.g. "
                                    "test_interval=5000 or learner.batch_size=16; repeatable."),
+    pack_seeds: bool = typer.Option(False, "--pack-seeds", help="Train each (env, algo)'s seeds together in one "
+                                    "Ray trial (one process, as `train --seeds`; the sequential loop), in the same "
+                                    "run directories; --cpus-per-trial then counts per (env, algo)."),
 ) -> None:
     """Run the grid env x algo x seed on Ray; re-running the same command skips finished trials."""
-    from semzoo.run.sweep import plan_trials, run_sweep
+    from semzoo.run import sweep as sweeps
 
     if seeds <= 0:
         fail(f"--seeds {seeds}: expected a positive number of seeds", USAGE_ERROR)
     overrides = parse_env_args(set_, "--set")
     try:
-        trials = plan_trials(envs=_split(envs, "--envs"), algos=_split(algos, "--algos"), seeds=range(seeds),
-                             steps=steps, out=out, overrides=overrides)
+        trials = sweeps.plan_trials(envs=_split(envs, "--envs"), algos=_split(algos, "--algos"), seeds=range(seeds),
+                                    steps=steps, out=out, overrides=overrides)
     except (ValueError, TypeError) as err:
         fail(str(err), USAGE_ERROR)
     _check_sweep_envs(trials)
+    tasks = sweeps.pack_seeds(trials) if pack_seeds else trials
     try:
-        report = run_sweep(trials, address=address, max_retries=max_retries, cpus_per_trial=cpus_per_trial,
-                           num_cpus=num_cpus, echo=lambda line: typer.echo(line, err=True))
+        report = sweeps.run_sweep(tasks, address=address, max_retries=max_retries, cpus_per_trial=cpus_per_trial,
+                                  num_cpus=num_cpus, echo=lambda line: typer.echo(line, err=True))
     except (ValueError, TypeError) as err:
         fail(str(err))
     typer.echo(f"{len(trials)} trials in {out}: {len(report.finished)} finished now, {len(report.skipped)} already "

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import NO_ACTOR, NO_ACTOR_FLAGS
 
 from semzoo import TrainConfig, algorithm_ids, train
 from semzoo.algos import Algorithm, parse_algorithm, register_algorithm
@@ -50,7 +51,7 @@ def test_a_row_cannot_take_a_memory_prefix_as_its_name():
 
 
 def _toy_config(algo: str, out: Path) -> TrainConfig:
-    return TrainConfig(env="matrix:additive", algo=algo, steps=600, seed=1, n_envs=8, test_episodes=8,
+    return TrainConfig(**NO_ACTOR, env="matrix:additive", algo=algo, steps=600, seed=1, n_envs=8, test_episodes=8,
                        test_interval=10**9, log_interval=200, out=str(out), device="cpu",
                        exploration=ExplorationConfig(epsilon_anneal_steps=300),
                        learner=LearnerConfig(lr=5e-3, batch_size=32, buffer_size=500))
@@ -76,7 +77,7 @@ def test_a_mixer_registered_by_a_plugin_module_trains_from_the_cli(tmp_path):
     assert "toy-sum" in listing.stdout
     done = subprocess.run([*cli, "train", "--env", "matrix:additive", "--algo", "toy-sum", "--steps", "300",
                            "--n-envs", "8", "--out", str(tmp_path), "--device", "cpu", "--log-interval", "100",
-                           "--batch-size", "32", "--buffer-size", "500"],
+                           "--batch-size", "32", "--buffer-size", "500", *NO_ACTOR_FLAGS],
                           capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "toy-sum on matrix:additive" in done.stdout

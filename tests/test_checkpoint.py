@@ -147,7 +147,7 @@ def test_resume_is_bitwise_identical_to_a_straight_run(tmp_path, sequential):
 
 def test_a_fresh_run_refuses_a_directory_that_holds_checkpoints(tmp_path):
     pytest.importorskip("mpe2")
-    config = tiny_config(tmp_path, steps=20)
+    config = tiny_config(tmp_path, steps=20, sequential=True)
     train(config, tensorboard=False)
     with pytest.raises(ValueError, match="--resume"):
         Trainer(config, run_dir=tmp_path / "run")
@@ -158,7 +158,7 @@ def test_tensorboard_events_carry_the_metric_names(tmp_path):
     pytest.importorskip("tensorboard")
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-    run_dir, _ = train(tiny_config(tmp_path, steps=60, algo="qmix"))
+    run_dir, _ = train(tiny_config(tmp_path, steps=60, algo="qmix", sequential=True))
     events = EventAccumulator(str(run_dir / "tensorboard"))
     events.Reload()
     tags = set(events.Tags()["scalars"])

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from config_values import non_default_value
+from conftest import NO_ACTOR_FLAGS
 from typer.testing import CliRunner
 
 from semzoo.cli import app
@@ -33,7 +34,7 @@ def test_short_train_run_writes_metrics(tmp_path):
 def test_custom_payoff_passes_through_env_arg(tmp_path):
     result = invoke("train", "--env", "matrix:custom", "--env-arg", "payoff=[[8,-12],[-12,0]]", "--algo", "qmix",
                     "--steps", "100", "--out", str(tmp_path), "--batch-size", "4", "--buffer-size", "32",
-                    "--test-episodes", "8")
+                    "--test-episodes", "8", *NO_ACTOR_FLAGS)
     assert result.exit_code == 0, result.output
     assert "optimum 8" in result.output
 
@@ -248,7 +249,8 @@ def test_console_refuses_nan_and_inf_with_exit_2(tmp_path, flag, bad):
 
 def test_resume_names_the_flags_it_ignores(tmp_path):
     tiny = ["--env", "matrix:climbing", "--algo", "vdn", "--out", str(tmp_path), "--run-name", "run", "--steps", "40",
-            "--n-envs", "4", "--batch-size", "4", "--buffer-size", "16", "--test-episodes", "4", "--no-tensorboard"]
+            "--n-envs", "4", "--batch-size", "4", "--buffer-size", "16", "--test-episodes", "4", "--no-tensorboard",
+            *NO_ACTOR_FLAGS]
     assert invoke("train", *tiny).exit_code == 0
     result = invoke("train", "--resume", str(tmp_path / "run"), "--steps", "80", "--lr", "0.1", "--no-double-q",
                     "--no-tensorboard")

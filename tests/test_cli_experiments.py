@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from conftest import NO_ACTOR_FLAGS
 from typer.testing import CliRunner
 
 from semzoo.cli import app
@@ -13,7 +14,7 @@ from semzoo.run.rundir import run_finished
 runner = CliRunner()
 TINY = ["--steps", "40", "--n-envs", "4", "--batch-size", "4", "--buffer-size", "16", "--hidden-dim", "8",
         "--test-episodes", "4", "--log-interval", "20", "--test-interval", "20", "--save-interval", "20",
-        "--memory-capacity", "1000", "--no-tensorboard"]
+        "--memory-capacity", "1000", "--no-tensorboard", *NO_ACTOR_FLAGS]
 
 
 def invoke(*args: str):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import NO_ACTOR
 from typer.testing import CliRunner
 
 from semzoo.cli import app
@@ -25,7 +26,7 @@ def tests_on_path(monkeypatch):
 
 def fake_config(**kw) -> TrainConfig:
     base = dict(env=FAKE, algo="qmix", steps=60, n_envs=2, test_episodes=7, test_interval=30, log_interval=30,
-                agent=AgentConfig(hidden_dim=8), learner=LearnerConfig(batch_size=4, buffer_size=16))
+                agent=AgentConfig(hidden_dim=8), learner=LearnerConfig(batch_size=4, buffer_size=16), **NO_ACTOR)
     return TrainConfig(**{**base, **kw})
 
 

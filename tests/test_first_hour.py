@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import NO_ACTOR
 
 from semzoo import TrainConfig, train
 from semzoo.config import LearnerConfig, MemoryConfig
@@ -10,7 +11,8 @@ from semzoo.config import LearnerConfig, MemoryConfig
 
 def tiny(out, **kw) -> TrainConfig:
     base = dict(env="matrix:climbing", algo="vdn", steps=64, n_envs=4, test_episodes=4, test_interval=10**9,
-                log_interval=32, out=str(out), device="cpu", learner=LearnerConfig(batch_size=4, buffer_size=16))
+                log_interval=32, out=str(out), device="cpu", learner=LearnerConfig(batch_size=4, buffer_size=16),
+                **NO_ACTOR)
     return TrainConfig(**{**base, **kw})
 
 

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import NO_ACTOR_FLAGS
 from typer.testing import CliRunner
 
 from semzoo.cli import app
@@ -26,7 +27,7 @@ USAGE_ERROR = 2
 DOMAIN_ERROR = 1
 FAST = ["--env", "matrix:two_step", "--algo", "vdn", "--n-envs", "2", "--batch-size", "4", "--buffer-size", "32",
         "--hidden-dim", "8", "--log-interval", "20", "--test-interval", "100", "--test-episodes", "4",
-        "--no-tensorboard", "--run-name", "run"]
+        "--no-tensorboard", "--run-name", "run", *NO_ACTOR_FLAGS]
 """A run of a few seconds; with --save-interval 60 it keeps checkpoints a few steps apart."""
 SAVE_INTERVAL = 60
 FOREVER = 10**9

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import NO_ACTOR
 
 from semzoo.agents.rnn import RNNAgent
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
@@ -302,7 +303,7 @@ def test_sem_run_logs_the_memory_diagnostics_and_the_three_targets(tmp_path):
     from semzoo.run.rundir import read_metrics
     from semzoo.run.trainer import train
 
-    config = TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=400, seed=0, n_envs=8, out=str(tmp_path),
+    config = TrainConfig(**NO_ACTOR, env="matrix:two_step", algo="sem-qmix", steps=400, seed=0, n_envs=8, out=str(tmp_path),
                          test_episodes=8, test_interval=10**9, log_interval=100, device="cpu",
                          exploration=ExplorationConfig(epsilon_anneal_steps=200),
                          learner=LearnerConfig(batch_size=8, buffer_size=64),

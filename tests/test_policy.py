@@ -11,6 +11,7 @@ import pytest
 import torch
 
 pytest.importorskip("mpe2")
+from conftest import NO_ACTOR
 from mpe2 import simple_spread_v3
 from pettingzoo.utils.conversions import parallel_to_aec
 
@@ -25,7 +26,7 @@ TEST_EPISODES = 8
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """A short QMIX run on MPE simple_spread (3 agents, 25 steps per episode)."""
-    config = TrainConfig(env=ENV_ID, algo="qmix", steps=400, seed=3, n_envs=N_ENVS, test_episodes=TEST_EPISODES,
+    config = TrainConfig(**NO_ACTOR, env=ENV_ID, algo="qmix", steps=400, seed=3, n_envs=N_ENVS, test_episodes=TEST_EPISODES,
                          test_interval=10**9, log_interval=200, out=str(tmp_path_factory.mktemp("runs")),
                          exploration=ExplorationConfig(epsilon_anneal_steps=200),
                          learner=LearnerConfig(batch_size=4, buffer_size=32))

@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
-from conftest import record_losses
+from conftest import NO_ACTOR, NO_ACTOR_FLAGS, record_losses
 from typer.testing import CliRunner
 
 from semzoo.agents.rnn import RNNAgent
@@ -219,7 +219,7 @@ def test_sem_wqmix_adds_the_memory_terms_with_their_own_weights():
 
 def matrix_config(game: str, algo: str, *, seed: int, steps: int = 640, **kw) -> TrainConfig:
     """The protocol of scripts/matrix_games.py: uniform exploration, 32 envs, 80 updates of 128 episodes."""
-    return TrainConfig(env=f"matrix:{game}", algo=algo, steps=steps, seed=seed, n_envs=32, test_episodes=32,
+    return TrainConfig(**NO_ACTOR, env=f"matrix:{game}", algo=algo, steps=steps, seed=seed, n_envs=32, test_episodes=32,
                        test_interval=10**9, log_interval=10**9, save_interval=0, device="cpu",
                        exploration=ExplorationConfig(epsilon_start=1.0, epsilon_finish=1.0),
                        mixer=MixerConfig(wqmix_alpha=0.1, qplex_heads=10),
@@ -263,7 +263,7 @@ def test_memory_variants_of_weighted_qmix_reach_the_qtran_optimum(algo):
 
 
 def loss_history_and_params(algo: str, **memory_kw) -> tuple[list[float], list[torch.Tensor]]:
-    config = TrainConfig(env="matrix:two_step", algo=algo, steps=96, seed=7, n_envs=4, test_episodes=4,
+    config = TrainConfig(**NO_ACTOR, env="matrix:two_step", algo=algo, steps=96, seed=7, n_envs=4, test_episodes=4,
                          test_interval=10**9, log_interval=10**9, save_interval=0, device="cpu",
                          memory=MemoryConfig(pending_size=8, **memory_kw),
                          learner=LearnerConfig(lr=5e-3, batch_size=8, buffer_size=100, target_update_episodes=16))
@@ -289,7 +289,7 @@ def test_sem_with_lambda_zero_reproduces_the_plain_method_bit_for_bit(mixer):
 
 CLI_COMMON = ["--steps", "40", "--n-envs", "2", "--batch-size", "2", "--buffer-size", "20", "--test-episodes", "2",
               "--test-interval", "1000000", "--log-interval", "20", "--save-interval", "0", "--pending-size", "10",
-              "--device", "cpu"]
+              "--device", "cpu", *NO_ACTOR_FLAGS]
 
 
 @pytest.mark.parametrize("mixer", ALL_MIXERS)

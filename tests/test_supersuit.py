@@ -7,6 +7,7 @@ import pytest
 
 supersuit = pytest.importorskip("supersuit")
 pytest.importorskip("mpe2")
+from conftest import NO_ACTOR  # noqa: E402
 from mpe2 import simple_speaker_listener_v4  # noqa: E402
 
 import semzoo  # noqa: E402
@@ -59,7 +60,7 @@ def test_semzoo_pads_the_raw_heterogeneous_env_without_supersuit():
 
 
 def test_supersuit_pipeline_trains_and_its_policy_plays(tmp_path):
-    config = TrainConfig(env="supersuit_speaker_listener", algo="sem-qmix", steps=300, n_envs=4, test_episodes=4,
+    config = TrainConfig(**NO_ACTOR, env="supersuit_speaker_listener", algo="sem-qmix", steps=300, n_envs=4, test_episodes=4,
                          out=str(tmp_path), learner=LearnerConfig(batch_size=4, buffer_size=32))
     run_dir, result = semzoo.train(config, tensorboard=False)
     assert np.isfinite(result["test_return_mean"])

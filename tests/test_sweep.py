@@ -1,20 +1,29 @@
-"""Sweeps on a local Ray: a 2 x 2 x 2 grid with one trial failing once; re-running does nothing new."""
+"""Sweeps on a local Ray: a 2 x 2 x 2 grid with one trial failing once; re-running does nothing new.
+
+Packed sweeps (``--pack-seeds``) train each (env, algo) cell's seeds in one task: the same run
+directories, each run within float tolerance of its unpacked ``sequential`` trial, and an interrupted
+cell continues from its checkpoints.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
 
 import pytest
 from config_values import non_default_value
+from conftest import NO_ACTOR
+from flaky_env import FlakyEnvError
+from test_multi import TRAINING_ABS, TRAINING_REL
 from typer.testing import CliRunner
 
 from semzoo.cli import app
 from semzoo.config import TrainConfig, config_fields
 from semzoo.run.evaluation import SEED_STRIDE, TEST_SEED_OFFSET
 from semzoo.run.rundir import TIMING_METRICS, read_metrics, run_finished
-from semzoo.run.sweep import GRID_KEYS, apply_overrides, plan_trials, run_trial
+from semzoo.run.sweep import GRID_KEYS, apply_overrides, pack_seeds, plan_trials, run_packed_trial, run_trial
 
 ENVS = ["matrix:climbing", "matrix:penalty"]
 FLAKY_ENVS = ["pz:flaky_env:climbing", "pz:flaky_env:penalty"]
@@ -24,11 +33,11 @@ ALGOS = ["vdn", "sem-qmix"]
 STEPS = 200
 OVERRIDES = {"n_envs": 4, "test_interval": 50, "test_episodes": 4, "log_interval": 20, "save_interval": 40,
              "learner.batch_size": 8, "learner.buffer_size": 32, "memory.capacity": 1000, "memory.pending_size": 20,
-             "agent.hidden_dim": 8}
+             "agent.hidden_dim": 8, **NO_ACTOR}
 
 
-def sweep_args(out, envs=ENVS, overrides=OVERRIDES) -> list[str]:
-    args = ["sweep", "--envs", ",".join(envs), "--algos", ",".join(ALGOS), "--seeds", "2", "--steps", str(STEPS),
+def sweep_args(out, envs=ENVS, overrides=OVERRIDES, *extra: str, steps: int = STEPS) -> list[str]:
+    args = ["sweep", *extra, "--envs", ",".join(envs), "--algos", ",".join(ALGOS), "--seeds", "2", "--steps", str(steps),
             "--out", str(out), "--num-cpus", "2", "--max-retries", "2"]
     for key, value in overrides.items():
         args += ["--set", f"{key}={json.dumps(value)}"]
@@ -106,3 +115,81 @@ def test_sweep_retries_a_failed_trial_from_its_checkpoint_and_skips_finished_run
     assert second.exit_code == 0, second.output
     assert "0 finished now, 8 already finished, 0 failed" in second.output
     assert before == {d: (d / "metrics.csv").stat().st_mtime_ns for d in run_dirs}
+
+
+def test_packing_makes_one_task_per_cell_in_the_unpacked_run_directories(tmp_path):
+    trials = plan_trials(envs=ENVS, algos=ALGOS, seeds=range(3), steps=STEPS, out=tmp_path, overrides=OVERRIDES)
+    cells = pack_seeds(trials)
+    assert [c.name for c in cells] == [f"{env.replace(':', '_')}_{algo}_seeds0,1,2" for env in ENVS for algo in ALGOS]
+    assert [t.run_dir for c in cells for t in c.trials] == [t.run_dir for t in trials]
+    # A cell of several seeds takes the sequential loop, as every group of runs does; nothing else changes.
+    for packed, trial in zip((t for c in cells for t in c.trials), trials):
+        assert packed.config == dataclasses.replace(trial.config, sequential=True)
+    [alone] = pack_seeds(plan_trials(envs=ENVS[:1], algos=ALGOS[:1], seeds=[4], steps=STEPS, out=tmp_path))
+    assert not alone.trials[0].config.sequential  # one seed is the plain trial
+
+
+CELL_SEEDS, CELL_STEPS = range(2), 100
+"""A packed cell of the tests below: two seeds, 100 env steps (100 updates, two checkpoints, two evaluations)."""
+
+
+def packed_cell(out, env="matrix:climbing", overrides=OVERRIDES) -> list[dict]:
+    [cell] = pack_seeds(plan_trials(envs=[env], algos=["sem-qmix"], seeds=CELL_SEEDS, steps=CELL_STEPS, out=out,
+                                    overrides=overrides))
+    return [t.config.to_dict() for t in cell.trials]
+
+
+def test_a_packed_cell_matches_its_unpacked_trials_and_is_skipped_once_finished(tmp_path):
+    results = run_packed_trial(packed_cell(tmp_path / "packed"))
+    assert [r["status"] for r in results] == ["finished"] * 2
+    unpacked = plan_trials(envs=["matrix:climbing"], algos=["sem-qmix"], seeds=CELL_SEEDS, steps=CELL_STEPS,
+                           out=tmp_path / "unpacked", overrides={**OVERRIDES, "sequential": True})
+    assert sorted(p.name for p in (tmp_path / "packed").iterdir()) == [t.name for t in unpacked]
+    for trial, result in zip(unpacked, results):
+        assert run_trial(trial.config.to_dict())["result"] == pytest.approx(result["result"], rel=TRAINING_REL,
+                                                                           abs=TRAINING_ABS)
+        rows, expected = comparable_rows(tmp_path / "packed" / trial.name), comparable_rows(trial.run_dir)
+        assert [r[:2] for r in rows] == [r[:2] for r in expected]  # same names at the same steps
+        for row, want in zip(rows, expected):
+            assert row[2] == pytest.approx(want[2], rel=TRAINING_REL, abs=TRAINING_ABS), (trial.name, row)
+
+    run_dirs = sorted((tmp_path / "packed").iterdir())
+    before = {d: (d / "metrics.csv").stat().st_mtime_ns for d in run_dirs}
+    again = run_packed_trial(packed_cell(tmp_path / "packed"))
+    assert [r["status"] for r in again] == ["skipped"] * 2
+    assert before == {d: (d / "metrics.csv").stat().st_mtime_ns for d in run_dirs}
+
+
+def test_an_interrupted_packed_cell_continues_from_its_checkpoints(tmp_path):
+    """The flaky env raises once in the middle of the cell; running the cell again ends as if it never had."""
+    marker = tmp_path / "failed_once"
+    env = "pz:flaky_env:climbing"
+    # One env of the cell's 2 x 4 raises at its 15th step: about env step 60 of 100, after the first checkpoint.
+    overrides = {**OVERRIDES, "env_args": {"marker": str(marker), "fail_after": 15}}
+    with pytest.raises(FlakyEnvError):
+        run_packed_trial(packed_cell(tmp_path / "cell", env, overrides=overrides))
+    interrupted = sorted((tmp_path / "cell").iterdir())
+    assert len(interrupted) == 2 and not any(run_finished(d) for d in interrupted)
+    assert all(list((d / "checkpoints").glob("*")) for d in interrupted), "no checkpoint before the failure"
+    assert [r["status"] for r in run_packed_trial(packed_cell(tmp_path / "cell", env, overrides=overrides))] == \
+        ["finished"] * 2
+    run_packed_trial(packed_cell(tmp_path / "twin", env, overrides=overrides))  # the marker exists: never fails
+    for run_dir in interrupted:
+        assert comparable_rows(run_dir) == comparable_rows(tmp_path / "twin" / run_dir.name), run_dir.name
+
+
+@pytest.mark.ray
+def test_a_packed_sweep_runs_each_cell_as_one_trial_and_skips_finished_runs(tmp_path):
+    pytest.importorskip("ray")
+    out = tmp_path / "sweep"
+    runner = CliRunner()
+    args = sweep_args(out, ENVS[:1], OVERRIDES, "--pack-seeds", steps=CELL_STEPS)
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "sweep: 4 trials to run in 2 Ray tasks, 0 already finished" in first.output
+    assert "4 finished now, 0 already finished, 0 failed" in first.output
+    names = [t.name for t in plan_trials(envs=ENVS[:1], algos=ALGOS, seeds=range(2), steps=CELL_STEPS, out=out)]
+    assert sorted(p.parent.name for p in out.glob("*/final.json")) == sorted(names)
+    second = runner.invoke(app, args)
+    assert second.exit_code == 0, second.output
+    assert "0 finished now, 4 already finished, 0 failed" in second.output

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import record_losses
+from conftest import NO_ACTOR, record_losses
 
 from semzoo.config import ExplorationConfig, LearnerConfig, TrainConfig
 from semzoo.run.rundir import read_metrics
@@ -18,7 +18,7 @@ def matrix_config(game: str, algo: str, *, steps: int = 3000, uniform: bool = Fa
                    else ExplorationConfig(epsilon_anneal_steps=steps // 2))
     return TrainConfig(env=f"matrix:{game}", algo=algo, steps=steps, seed=seed, n_envs=8, test_episodes=8,
                        test_interval=test_interval, log_interval=500, exploration=exploration,
-                       learner=LearnerConfig(lr=5e-3, batch_size=32, buffer_size=500), **kw)
+                       learner=LearnerConfig(lr=5e-3, batch_size=32, buffer_size=500), **{**NO_ACTOR, **kw})
 
 
 def greedy_return(config: TrainConfig) -> float:
@@ -85,7 +85,7 @@ def test_mpe_simple_spread_trains_through_its_pz_id():
     pytest.importorskip("mpe2")
     config = TrainConfig(env="pz:mpe2.simple_spread_v3:parallel_env", env_args={"max_cycles": 10}, algo="qmix",
                          steps=400, n_envs=4, test_episodes=4, test_interval=10**9, log_interval=200,
-                         learner=LearnerConfig(batch_size=8, buffer_size=50))
+                         learner=LearnerConfig(batch_size=8, buffer_size=50), **NO_ACTOR)
     trainer = Trainer(config)
     try:
         result = trainer.run()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import NO_ACTOR
 
 from semzoo import make_env
 from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, TrainConfig
@@ -24,7 +25,7 @@ SEEDS = range(10)
 
 
 def two_step_config(lam: float, seed: int) -> TrainConfig:
-    return TrainConfig(env="matrix:two_step", algo="sem-vdn", steps=STEPS, seed=seed, n_envs=8, test_episodes=8,
+    return TrainConfig(**NO_ACTOR, env="matrix:two_step", algo="sem-vdn", steps=STEPS, seed=seed, n_envs=8, test_episodes=8,
                        test_interval=10**9, log_interval=10**9, device="cpu",
                        exploration=ExplorationConfig(epsilon_start=1.0, epsilon_finish=1.0),
                        learner=LearnerConfig(lr=1e-3, batch_size=32, buffer_size=500, target_update_episodes=50),

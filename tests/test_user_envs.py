@@ -6,6 +6,7 @@ import functools
 
 import numpy as np
 import pytest
+from conftest import NO_ACTOR, NO_ACTOR_FLAGS
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 from typer.testing import CliRunner
@@ -64,7 +65,7 @@ class MeetingEnv(ParallelEnv):
 
 def test_env_class_from_this_file_trains_by_registered_name(tmp_path):
     semzoo.register_env("meeting", MeetingEnv)
-    config = TrainConfig(env="meeting", env_args={"size": 4}, algo="qmix", steps=300, n_envs=4, test_episodes=8,
+    config = TrainConfig(**NO_ACTOR, env="meeting", env_args={"size": 4}, algo="qmix", steps=300, n_envs=4, test_episodes=8,
                          out=str(tmp_path), learner=LearnerConfig(batch_size=4, buffer_size=32))
     run_dir, result = semzoo.train(config, tensorboard=False)
     assert run_dir.name == "meeting_qmix_seed0"
@@ -88,7 +89,7 @@ def test_cli_trains_an_env_registered_by_a_plugin_module(tmp_path, monkeypatch):
     monkeypatch.setenv("SEMZOO_PLUGINS", "plugin_envs")
     result = CliRunner().invoke(app, ["train", "--env", "plugin_coin_game", "--env-arg", "k=-5", "--algo", "vdn",
                                       "--steps", "100", "--out", str(tmp_path), "--batch-size", "4",
-                                      "--buffer-size", "32", "--test-episodes", "8"])
+                                      "--buffer-size", "32", "--test-episodes", "8", *NO_ACTOR_FLAGS])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "plugin_coin_game_vdn_seed0" / "final.json").exists()
 
@@ -128,7 +129,7 @@ def test_env_without_a_usable_state_is_one_line_that_says_how_to_add_one(factory
 
 def test_env_whose_state_needs_reset_trains(tmp_path):
     semzoo.register_env("meeting_late_state", StateAfterResetEnv)
-    config = TrainConfig(env="meeting_late_state", algo="vdn", steps=60, n_envs=2, test_episodes=2, out=str(tmp_path),
+    config = TrainConfig(**NO_ACTOR, env="meeting_late_state", algo="vdn", steps=60, n_envs=2, test_episodes=2, out=str(tmp_path),
                          learner=LearnerConfig(batch_size=2, buffer_size=8))
     _, result = semzoo.train(config, tensorboard=False)
     assert "test_return_mean" in result

@@ -36,8 +36,8 @@ from semzoo.learners.stacked import StackedUpdate
 from semzoo.run.rundir import new_run_dir
 from semzoo.run.trainer import Progress, Trainer
 
-SEED_FIELDS = ("seed",)
-"""The config fields the runs of a group may differ in."""
+RUN_FIELDS = ("seed", "run_name")
+"""The config fields the runs of a group may differ in: the seed and the run's own name (a sweep names each run)."""
 
 
 def parse_seeds(spec: str) -> list[int]:
@@ -64,14 +64,16 @@ def parse_seeds(spec: str) -> list[int]:
     return seeds
 
 
-def check_group_configs(configs: Sequence[TrainConfig]) -> None:
-    """ValueError unless the configs differ only in the seed (the runs of one group)."""
-    def shared(config: TrainConfig) -> dict[str, Any]:
-        return {k: v for k, v in config.to_dict().items() if k not in SEED_FIELDS}
+def group_config(config: TrainConfig) -> dict[str, Any]:
+    """The part of ``config`` the runs of one group share: all of it but ``RUN_FIELDS``."""
+    return {k: v for k, v in config.to_dict().items() if k not in RUN_FIELDS}
 
-    first = shared(configs[0])
+
+def check_group_configs(configs: Sequence[TrainConfig]) -> None:
+    """ValueError unless the configs differ only in the seed and run name (the runs of one group)."""
+    first = group_config(configs[0])
     for config in configs[1:]:
-        other = shared(config)
+        other = group_config(config)
         if other != first:
             differ = sorted(k for k in first if first[k] != other.get(k))
             raise ValueError(f"the runs of a group must share their config except the seed; these differ: "
@@ -257,4 +259,4 @@ def _run_group(group: MultiTrainer, progress: Progress | bool) -> list[tuple[Pat
     return [(Path(t.run_dir) if t.run_dir is not None else Path(), r) for t, r in zip(group.trainers, results)]
 
 
-__all__ = ["MultiTrainer", "check_group_configs", "parse_seeds", "resume_seeds", "train_seeds"]
+__all__ = ["MultiTrainer", "check_group_configs", "group_config", "parse_seeds", "resume_seeds", "train_seeds"]

@@ -5,11 +5,19 @@ retried (at most ``max_retries`` times) and continues from its last checkpoint. 
 directory holds ``final.json`` for at least the requested steps are skipped, so an interrupted
 sweep continues when the same command is run again. On a cluster ``out`` must be a folder every
 node sees (a shared filesystem).
+
+Packed (``pack_seeds``, ``semzoo sweep --pack-seeds``): the trials of one (env, algo) cell, which differ
+only in the seed, become one Ray task that trains them together in one process (``MultiTrainer``, as
+``semzoo train --seeds``), in the same run directories. A cell of two or more seeds takes the sequential
+loop (collect, then learn), as every group does, so each of its runs matches the unpacked trial run with
+``sequential=True`` within float tolerance. A retry or a re-run skips the cell's finished runs and
+continues the others together: those with a run directory from their checkpoints, the rest from step 0.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -18,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from semzoo.config import SECTIONS, TrainConfig, config_fields
+from semzoo.run.multi import MultiTrainer, group_config
 from semzoo.run.rundir import CONFIG_FILE, default_run_name, run_finished
 from semzoo.run.trainer import Trainer
 
@@ -37,6 +46,19 @@ class Trial:
     @property
     def run_dir(self) -> Path:
         return Path(self.config.out) / self.name
+
+
+@dataclass(frozen=True)
+class PackedTrial:
+    """The trials of one (env, algo) cell, trained together in one Ray task (``pack_seeds``); seed order kept."""
+
+    trials: tuple[Trial, ...]
+
+    @property
+    def name(self) -> str:
+        first = self.trials[0]
+        prefix = first.name.removesuffix(f"seed{first.config.seed}")
+        return f"{prefix}seeds{','.join(str(t.config.seed) for t in self.trials)}"
 
 
 @dataclass
@@ -91,22 +113,73 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
     return trials
 
 
+def pack_seeds(trials: Sequence[Trial]) -> list[PackedTrial]:
+    """The trials grouped into cells of configs equal but for the seed (and run name), in plan order.
+
+    A cell of two or more seeds takes the sequential loop (``sequential=True``), as a group of runs does.
+    """
+    cells: dict[str, list[Trial]] = {}
+    for trial in trials:
+        cells.setdefault(json.dumps(group_config(trial.config), sort_keys=True), []).append(trial)
+    packed = []
+    for cell in cells.values():
+        if len(cell) > 1:
+            cell = [Trial(dataclasses.replace(t.config, sequential=True)) for t in cell]
+        packed.append(PackedTrial(tuple(cell)))
+    return packed
+
+
+def _worker_trial(config_dict: dict[str, Any], threads: int) -> Trial:
+    # The Trainer applies config.threads (torch.set_num_threads) for this worker process.
+    return Trial(TrainConfig.from_dict({**config_dict, "threads": max(1, threads)}))
+
+
+def _open_trainer(trial: Trial) -> Trainer:
+    """The trial's Trainer: its run directory resumed to the trial's steps when it holds a run, else a new run."""
+    if (trial.run_dir / CONFIG_FILE).exists():
+        return Trainer.resume(trial.run_dir, steps=trial.config.steps)
+    return Trainer(trial.config, run_dir=trial.run_dir)
+
+
 def run_trial(config_dict: dict[str, Any], threads: int = 1) -> dict[str, Any]:
     """Train one trial to its steps, resuming its run directory when it holds one; returns the final evaluation."""
-    # The Trainer applies config.threads (torch.set_num_threads) for this worker process.
-    trial = Trial(TrainConfig.from_dict({**config_dict, "threads": max(1, threads)}))
-    run_dir = trial.run_dir
-    if run_finished(run_dir, trial.config.steps):
+    trial = _worker_trial(config_dict, threads)
+    if run_finished(trial.run_dir, trial.config.steps):
         return {"run": trial.name, "status": "skipped"}
-    if (run_dir / CONFIG_FILE).exists():
-        trainer = Trainer.resume(run_dir, steps=trial.config.steps)
-    else:
-        trainer = Trainer(trial.config, run_dir=run_dir)
+    trainer = _open_trainer(trial)
     try:
         result = trainer.run()
     finally:
         trainer.close()
     return {"run": trial.name, "status": "finished", "result": result}
+
+
+def run_packed_trial(config_dicts: Sequence[dict[str, Any]], threads: int = 1) -> list[dict[str, Any]]:
+    """Train one cell's trials together in this process (``MultiTrainer``); one ``run_trial``-like result per trial.
+
+    Finished runs are skipped; the others train as one group, each resumed from its run directory when it
+    holds one (a group's checkpoints are taken together, so an interrupted cell continues exactly) and new
+    otherwise. A run directory holding a run of another config (say, the overlapped loop of an unpacked
+    sweep) cannot join the group: such runs continue after it, one group per config.
+    """
+    trials = [_worker_trial(d, threads) for d in config_dicts]
+    outcomes: dict[str, dict[str, Any]] = {t.name: {"run": t.name, "status": "skipped"} for t in trials}
+    trainers: list[Trainer] = []
+    try:
+        for trial in trials:
+            if not run_finished(trial.run_dir, trial.config.steps):
+                trainers.append(_open_trainer(trial))
+        groups: dict[str, list[Trainer]] = {}
+        for trainer in trainers:
+            groups.setdefault(json.dumps(group_config(trainer.config), sort_keys=True), []).append(trainer)
+        for group in groups.values():
+            for trainer, result in zip(group, MultiTrainer(group).run()):
+                name = Path(trainer.run_dir or "").name
+                outcomes[name] = {"run": name, "status": "finished", "result": result}
+    finally:
+        for trainer in trainers:
+            trainer.close()
+    return [outcomes[t.name] for t in trials]
 
 
 RAY_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
@@ -118,22 +191,29 @@ def _quiet_ray_startup() -> None:
     logging.getLogger(RAY_TOKEN_LOGGER).setLevel(logging.ERROR)
 
 
-def run_sweep(trials: Sequence[Trial], *, address: str | None = None, max_retries: int = 2, cpus_per_trial: float = 1,
-              num_cpus: int | None = None, echo: Callable[[str], None] = print) -> SweepReport:
-    """Run the unfinished ``trials`` on Ray; a local Ray with ``num_cpus`` (default all) unless ``address``."""
+def run_sweep(trials: Sequence[Trial | PackedTrial], *, address: str | None = None, max_retries: int = 2,
+              cpus_per_trial: float = 1, num_cpus: int | None = None,
+              echo: Callable[[str], None] = print) -> SweepReport:
+    """Run the unfinished ``trials`` on Ray; a local Ray with ``num_cpus`` (default all) unless ``address``.
+
+    Each ``Trial`` is one Ray task, and so is each ``PackedTrial`` (``pack_seeds``): its unfinished runs
+    train together. The report names runs either way.
+    """
     if max_retries < 0:
         raise ValueError(f"max_retries={max_retries}: expected >= 0")
     if cpus_per_trial <= 0:
         raise ValueError(f"cpus_per_trial={cpus_per_trial}: expected a positive number of CPUs")
     report = SweepReport()
-    todo = []
-    for trial in trials:
-        if run_finished(trial.run_dir, trial.config.steps):
-            report.skipped.append(trial.name)
-        else:
-            todo.append(trial)
+    todo: list[Trial | PackedTrial] = []  # one Ray task each, packed ones holding their unfinished runs only
+    for unit in trials:
+        runs = unit.trials if isinstance(unit, PackedTrial) else (unit,)
+        unfinished = tuple(t for t in runs if not run_finished(t.run_dir, t.config.steps))
+        report.skipped.extend(t.name for t in runs if t not in unfinished)
+        if unfinished:
+            todo.append(PackedTrial(unfinished) if isinstance(unit, PackedTrial) else unit)
     if not todo:
         return report
+    n_runs = sum(len(task.trials) if isinstance(task, PackedTrial) else 1 for task in todo)
     try:
         import ray
     except ImportError:
@@ -147,24 +227,34 @@ def run_sweep(trials: Sequence[Trial], *, address: str | None = None, max_retrie
             ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False, log_to_driver=False,
                      logging_level=logging.WARNING)
     try:
-        remote = ray.remote(run_trial).options(num_cpus=cpus_per_trial, max_retries=max_retries,
-                                               retry_exceptions=True)
+        options = {"num_cpus": cpus_per_trial, "max_retries": max_retries, "retry_exceptions": True}
+        single, packed = ray.remote(run_trial).options(**options), ray.remote(run_packed_trial).options(**options)
         threads = max(1, int(cpus_per_trial))
-        pending = {remote.remote(t.config.to_dict(), threads): t for t in todo}
-        echo(f"sweep: {len(todo)} trials to run, {len(report.skipped)} already finished")
+        pending: dict[Any, tuple[Trial, ...]] = {}
+        for task in todo:
+            if isinstance(task, PackedTrial):
+                pending[packed.remote([t.config.to_dict() for t in task.trials], threads)] = task.trials
+            else:
+                pending[single.remote(task.config.to_dict(), threads)] = (task,)
+        echo(f"sweep: {n_runs} trials to run in {len(todo)} Ray tasks, {len(report.skipped)} already finished")
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
-                trial = pending.pop(ref)
+                runs = pending.pop(ref)
                 try:
                     ray.get(ref)
                 except Exception as err:
                     cause = getattr(err, "cause", None) or err
-                    report.failed[trial.name] = f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1]}"
-                    echo(f"sweep: {trial.name} failed after {max_retries} retries: {report.failed[trial.name]}")
+                    error = f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1]}"
+                    for trial in runs:  # a packed task may have finished some of its runs before it failed
+                        if run_finished(trial.run_dir, trial.config.steps):
+                            report.finished.append(trial.name)
+                        else:
+                            report.failed[trial.name] = error
+                            echo(f"sweep: {trial.name} failed after {max_retries} retries: {error}")
                 else:
-                    report.finished.append(trial.name)
-                    echo(f"sweep: {trial.name} finished ({len(report.finished)}/{len(todo)})")
+                    report.finished.extend(t.name for t in runs)
+                    echo(f"sweep: {', '.join(t.name for t in runs)} finished ({len(report.finished)}/{n_runs})")
     finally:
         if started_here:
             ray.shutdown()
@@ -182,4 +272,5 @@ def _connect(ray: Any, address: str) -> None:
                          "leave out --address to run on an embedded local Ray") from None
 
 
-__all__ = ["SweepReport", "Trial", "apply_overrides", "plan_trials", "run_sweep", "run_trial"]
+__all__ = ["PackedTrial", "SweepReport", "Trial", "apply_overrides", "pack_seeds", "plan_trials", "run_packed_trial",
+           "run_sweep", "run_trial"]
