@@ -15,6 +15,8 @@ from semzoo.run.report import load_runs, plot_runs, score_table, table_markdown,
 from semzoo.run.rundir import METRIC_FIELDS
 
 STEPS = (0, 100, 200, 300)
+TEST_INTERVAL = 100
+"""The fixture runs evaluate every 100 env steps (their config says so: value_at reads evaluations by schedule)."""
 FILLER = {0: 0.0, 200: 0.99}
 """Values at steps the table never reads at t = 150 or 300: a wrong lookup shows."""
 WIN_RATE = {  # (env, algo) -> per seed (value at 100, value at 300)
@@ -30,7 +32,7 @@ SHORT_SEED_VALUE_AT_100 = 0.1
 
 
 def write_run(root, env, algo, seed, values_by_step, memory=False):
-    config = TrainConfig(env=env, algo=algo, seed=seed, steps=max(values_by_step))
+    config = TrainConfig(env=env, algo=algo, seed=seed, steps=max(values_by_step), test_interval=TEST_INTERVAL)
     run_dir = root / f"{env.replace(':', '_')}_{algo}_seed{seed}"
     run_dir.mkdir(parents=True)
     (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
@@ -78,6 +80,28 @@ def test_table_reads_the_last_evaluation_at_or_before_each_step(runs_root):
     for key, (value, seeds) in expected.items():
         assert got[key][0] == pytest.approx(value, abs=1e-12), key
         assert got[key][1] == seeds, key
+
+
+def test_a_test_metric_is_read_at_the_step_its_evaluation_was_scheduled_for(tmp_path):
+    # The trainer tests at the first iteration past each test_interval: the evaluation for 10,000 sits
+    # at 10,122. Reading "at 10,000" must give it, not the one before; and a curve shows it at 10,000.
+    root = tmp_path / "runs"
+    run_dir = root / "run"
+    run_dir.mkdir(parents=True)
+    config = TrainConfig(env="matrix:climbing", algo="qmix", seed=0, steps=20_000, test_interval=10_000)
+    (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
+    with (run_dir / "metrics.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(METRIC_FIELDS)
+        for step, value in ((10_122, 0.25), (20_253, 0.75), (20_253, 0.5)):  # a re-run final test: the last row
+            writer.writerow([step, 1, 1, 0.1, "test_win_rate", value])
+            writer.writerow([step, 1, 1, 0.1, "loss_td", value])
+    (run,) = load_runs(root)
+    assert run.value_at("test_win_rate", 10_000) == 0.25
+    assert run.value_at("test_win_rate", 15_000) == 0.25  # between scheduled points: the last before
+    assert run.value_at("test_win_rate", 20_000) == 0.5
+    assert run.value_at("loss_td", 20_000) == 0.25  # other metrics: the last row at or before
+    assert list(run.scheduled_steps("test_win_rate")) == [10_000, 20_000]
 
 
 def test_table_markdown_and_csv(runs_root, tmp_path):

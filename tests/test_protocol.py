@@ -32,6 +32,8 @@ from semzoo.run.report import load_runs
 from semzoo.run.rundir import METRIC_FIELDS
 
 REPS = 200
+TEST_INTERVAL = 100
+"""The fixture runs evaluate every 100 env steps (their config says so: value_at reads evaluations by schedule)."""
 """Enough replications for CIs in tests; the point estimates do not depend on them."""
 AT = 300
 FINAL = {  # (env, algo) -> per seed the win rate at step 300
@@ -49,7 +51,7 @@ RETURN_SCALE = 20.0
 
 def write_run(root, env, algo, seed, win_rate_by_step):
     """A run directory with config.json and metrics.csv: test_win_rate and test_return_mean at each step."""
-    config = TrainConfig(env=env, algo=algo, seed=seed, steps=max(win_rate_by_step))
+    config = TrainConfig(env=env, algo=algo, seed=seed, steps=max(win_rate_by_step), test_interval=TEST_INTERVAL)
     run_dir = root / f"{env.replace(':', '_')}_{algo}_seed{seed}"
     run_dir.mkdir(parents=True)
     (run_dir / "config.json").write_text(json.dumps(config.to_dict()))

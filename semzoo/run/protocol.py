@@ -8,8 +8,9 @@ test episodes), exported in marl-eval's JSON layout. The statistics are those of
 2021, "Deep reinforcement learning at the edge of the statistical precipice" (NeurIPS), computed
 with their library ``rliable``; semzoo only arranges the scores into its runs x tasks matrices.
 
-A run's score at step t is ``RunSeries.value_at`` (the last evaluation at or before t; nothing if
-the run stopped before t). Choices made here:
+A run's score at step t is ``RunSeries.value_at``: the evaluation scheduled for t (the first from t
+up to the next multiple of test_interval, as the trainer tests at the first iteration past each
+interval; see semzoo.run.report); nothing if the run stopped before t. Choices made here:
 
 - Confidence intervals: rliable's percentile stratified bootstrap (resampling runs within each
   task), ``reps`` replications, seeded with ``BOOTSTRAP_SEED`` so a report is reproducible.
@@ -39,6 +40,7 @@ from semzoo.run.report import (
     _grouped,
     _save,
     check_metric,
+    curve_steps,
     load_runs,
     score_table,
     table_markdown,
@@ -350,12 +352,12 @@ def plot_performance_profiles(runs: Sequence[RunSeries], metric: str, at: Sequen
 
 def iqm_curve(seeds: Sequence[RunSeries], metric: str, reps: int = DEFAULT_REPS
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(steps, IQM, CI low, CI high, seeds) across seeds on the union of the seeds' evaluation steps [K] each.
+    """(steps, IQM, CI low, CI high, seeds) across seeds on the seeds' scheduled evaluation steps [K] each.
 
     A step counts only the seeds that trained to it (a shorter run's last value is not carried on);
     steps sharing the same seeds are bootstrapped together.
     """
-    steps = np.unique(np.concatenate([run.metrics[metric][0] for run in seeds if metric in run.metrics]))
+    steps = curve_steps(seeds, metric)
     values = np.array([[run.value_at(metric, int(s)) for s in steps] for run in seeds])  # [seeds, K]
     present = ~np.isnan(values)
     keep = present.any(axis=0)
@@ -517,7 +519,7 @@ def report(root: str | Path, at: Sequence[int], metric: str = "test_win_rate", o
                 f"Per env and algorithm, the IQM and mean across seeds with 95 % stratified bootstrap CIs "
                 f"(rliable, {reps} replications, seed {BOOTSTRAP_SEED}); across envs, each algorithm uses the same "
                 "number of seeds on every env (the smallest count, lowest seeds first). A run's score at a step is "
-                "its last evaluation at or before it."]
+                "the evaluation scheduled for it (the first from that step up to the next test interval)."]
     for step in at:
         echo(f"bootstrapping {metric} at {step:,} env steps ({len(runs)} runs, {reps} replications)")
         rows = aggregates(runs, metric_at(metric, step), step, reps)

@@ -1,8 +1,14 @@
 """Learning curves and score tables over many runs (the paper's figures and Table 1).
 
 Runs are found from the ``config.json`` files under a folder; each contributes one series per
-metric from its ``metrics.csv``. The value of a run at step t is the metric at its last row at or
-before t (for test metrics, the last evaluation); a run that never trained to t has no value there.
+metric from its ``metrics.csv``. A run that never trained to step t has no value there. Otherwise:
+
+- a test metric (``test_*``) at t is the evaluation taken for t: the trainer evaluates at the first
+  iteration at or past each ``test_interval``, so the evaluation "at 50,000" sits at, say, 50,400.
+  The value is the first evaluation from t up to the next multiple of test_interval; when there is
+  none (t between an evaluation and the next scheduled point), the last one before t. Curves use the
+  scheduled points: each evaluation at floor(step / test_interval) x test_interval;
+- any other metric at t is its last row at or before t.
 Curves show, per algorithm, the median across seeds and the 25-75 % band, up to the step every seed
 reached (a curve never mixes seeds that stopped early with the others: it is cut, with a warning and
 a note in its legend); tables average over seeds, then give the mean and the median across
@@ -26,6 +32,8 @@ from semzoo.run.rundir import CONFIG_FILE, METRICS_FILE, load_run_config, read_m
 TARGET_METRICS = {"target_y": "y", "target_e": "E", "q_tot": "Q_tot"}
 """Metric name -> label of the targets figure (paper: y, E and Q_tot over training)."""
 TARGET_STYLES = {"target_y": "-", "target_e": "--", "q_tot": ":"}
+TEST_PREFIX = "test_"
+"""Metrics of greedy test evaluations (test_win_rate, test_return_mean, ...)."""
 BAND = (25.0, 75.0)
 FIGURE_DPI = 110
 PANEL_SIZE_IN = (4.8, 3.4)
@@ -54,14 +62,34 @@ class RunSeries:
     seed: int
     last_step: int
     metrics: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    test_interval: int | None = None
+    """The run's ``test_interval``: evaluations are read at the step they were scheduled for (module docstring)."""
 
     def value_at(self, name: str, step: int) -> float:
-        """The metric at its last row at or before ``step``; NaN if the run did not train to ``step`` or has none."""
+        """The metric at ``step`` (module docstring); NaN if the run did not train to ``step`` or has none."""
         if name not in self.metrics or self.last_step < step:
             return math.nan
         steps, values = self.metrics[name]
+        if self.test_interval and name.startswith(TEST_PREFIX):
+            first = int(np.searchsorted(steps, step, side="left"))
+            next_scheduled = (step // self.test_interval + 1) * self.test_interval
+            if first < len(steps) and steps[first] < next_scheduled:
+                # the evaluation scheduled for ``step``; of rows at one step the last (a re-run final test)
+                return float(values[int(np.searchsorted(steps, steps[first], side="right")) - 1])
         i = int(np.searchsorted(steps, step, side="right")) - 1
         return float(values[i]) if i >= 0 else math.nan
+
+    def scheduled_steps(self, name: str) -> np.ndarray:
+        """The steps a curve of ``name`` shows this run at: test evaluations at their scheduled step, else as logged."""
+        steps = self.metrics[name][0]
+        if self.test_interval and name.startswith(TEST_PREFIX):
+            return np.unique(steps // self.test_interval * self.test_interval)
+        return np.unique(steps)
+
+
+def curve_steps(runs: Sequence[RunSeries], metric: str) -> np.ndarray:
+    """The union of the runs' ``scheduled_steps`` of ``metric``: the x values of a curve across seeds."""
+    return np.unique(np.concatenate([run.scheduled_steps(metric) for run in runs if metric in run.metrics]))
 
 
 def load_runs(root: str | Path) -> list[RunSeries]:
@@ -106,7 +134,7 @@ def load_run(run_dir: Path) -> RunSeries:
         metrics[name] = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.float64))
     last = max((r["env_steps"] for r in rows), default=0)
     return RunSeries(run_dir=run_dir, env=config.env, algo=config.algo, seed=config.seed, last_step=last,
-                     metrics=metrics)
+                     metrics=metrics, test_interval=config.test_interval)
 
 
 def check_metric(runs: Sequence[RunSeries], metric: str) -> None:
@@ -130,13 +158,13 @@ def common_last_step(runs: Sequence[RunSeries]) -> int:
 
 
 def curve(runs: Sequence[RunSeries], metric: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(steps, median, 25th, 75th percentile) across seeds, on the union of the seeds' logged steps.
+    """(steps, median, 25th, 75th percentile) across seeds, on the union of the seeds' ``scheduled_steps``.
 
     The curve stops at the step every seed reached (``common_last_step``): past it the statistics would
     mix the seeds that went on with fewer of them. A step before a seed's first value counts the
     others only; shapes [K] each.
     """
-    steps = np.unique(np.concatenate([run.metrics[metric][0] for run in runs if metric in run.metrics]))
+    steps = curve_steps(runs, metric)
     steps = steps[steps <= common_last_step(runs)]
     values = np.array([[run.value_at(metric, int(s)) for s in steps] for run in runs])  # [seeds, K]
     keep = ~np.all(np.isnan(values), axis=0)
