@@ -628,7 +628,14 @@ def memory_cost(
 ) -> None:
     """Storage of SEM and SAEM: the paper's layout (|U|^n tables for SAEM) next to what semzoo allocates."""
 
-    from semzoo.episodic.cost import format_gb, paper_n_tables, projection_bytes, sizes_of, storage_comparison
+    from semzoo.episodic.cost import (
+        format_gb,
+        paper_n_tables,
+        projection_bytes,
+        sizes_of,
+        state_keys_bytes,
+        storage_comparison,
+    )
 
     explicit = {"--agents": agents, "--actions": actions, "--state-size": state_size}
     given = [flag for flag, value in explicit.items() if value is not None]
@@ -664,6 +671,8 @@ def memory_cost(
                f"({cost['semzoo_saem']:,} bytes)")
     typer.echo(f"projection V: D x F = {proj_dim} x {state_dim} float64 = {projection_bytes(proj_dim, state_dim):,} bytes "
                "(shared by SEM and SAEM)")
+    typer.echo(f"state keys in the replay buffer: D int32 = {state_keys_bytes(1, proj_dim)} bytes per slot, "
+               "buffer_size x (episode limit + 1) slots (phi(s) of each stored state, projected once)")
 
 
 def _click_exceptions() -> Any:

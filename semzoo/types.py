@@ -70,6 +70,9 @@ class EpisodeBatch:
     terminated: bool    [B, T]   true only at a real end (win, loss, game over), never at a time limit
     filled:     bool    [B, T]   true for real steps, false for padding
     length:     int64   [B]      number of real steps
+    state_keys: int32   [B, T+1, D] or None: the episodic memory's key of every real slot's state (the
+                float32 bits of phi(s) = V s), set by the replay buffer of a run with episodic memory so
+                that an update's table lookup needs no projection; zero past slot ``length``
     Padding values are unspecified (zero, NaN, anything): consumers mask them.
     """
 
@@ -81,6 +84,7 @@ class EpisodeBatch:
     terminated: torch.Tensor
     filled: torch.Tensor
     length: torch.Tensor
+    state_keys: torch.Tensor | None = None
 
     @property
     def batch_size(self) -> int:
@@ -90,8 +94,12 @@ class EpisodeBatch:
     def max_t(self) -> int:
         return int(self.reward.shape[1])
 
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """The fields that hold a tensor, by name (``state_keys`` only when set)."""
+        return {f.name: value for f in fields(self) if (value := getattr(self, f.name)) is not None}
+
     def to(self, device: torch.device | str) -> EpisodeBatch:
-        return EpisodeBatch(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+        return EpisodeBatch(**{name: value.to(device) for name, value in self.tensors().items()})
 
     def index(self, idx: torch.Tensor | slice) -> EpisodeBatch:
-        return EpisodeBatch(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+        return EpisodeBatch(**{name: value[idx] for name, value in self.tensors().items()})

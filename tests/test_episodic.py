@@ -436,3 +436,27 @@ def test_empty_inputs_are_noops():
     batch.filled[:] = False
     memory.update_from(batch)
     assert (memory.n_entries, memory.pending_steps) == (0, 0)
+
+
+@pytest.mark.parametrize("make", [make_sem, make_saem], ids=["sem", "saem"])
+def test_slot_state_keys_are_the_keys_of_every_real_slot_and_zero_elsewhere(make):
+    memory = make()
+    states = random_states(2 * 5, seed=3).reshape(2, 5, STATE_DIM)
+    batch = make_batch(states, np.ones((2, 4)), [4, 2])
+    slot_keys = memory.slot_state_keys(batch)
+    assert slot_keys.dtype == np.uint32 and slot_keys.shape == (2, 5, memory.proj_dim)
+    np.testing.assert_array_equal(slot_keys[0], memory.state_keys(states[0]))  # slots 0..4: the steps and s_T
+    np.testing.assert_array_equal(slot_keys[1, :3], memory.state_keys(states[1, :3]))
+    assert not slot_keys[1, 3:].any()  # past slot length: never read, never projected
+
+
+@pytest.mark.parametrize("make", [make_sem, make_saem], ids=["sem", "saem"])
+def test_update_from_with_stored_slot_keys_writes_the_same_table(make):
+    projected, given = make(pending_size=1), make(pending_size=1)
+    states = random_states(3 * 5, seed=4).reshape(3, 5, STATE_DIM)
+    batch = make_batch(states, np.arange(12.0).reshape(3, 4), [4, 2, 3])
+    batch.actions[:] = torch.randint(0, 5, batch.actions.shape, generator=torch.Generator().manual_seed(0))
+    projected.update_from(batch)
+    given.update_from(batch, given.slot_state_keys(batch))
+    for name, value in projected.state_dict().items():
+        np.testing.assert_array_equal(np.asarray(value), np.asarray(given.state_dict()[name]), err_msg=name)

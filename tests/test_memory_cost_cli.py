@@ -102,3 +102,9 @@ def test_memory_cost_reads_the_sizes_of_a_registered_env():
 
     register_env("memory_cost_penalty", lambda: matrix_game_v0.parallel_env("penalty"), overwrite=True)
     assert sizes_of("memory_cost_penalty") == (2, 3, 2, "env memory_cost_penalty")
+
+
+def test_the_replay_buffers_state_keys_are_reported_per_slot():
+    result = invoke("2c_vs_64zg", "--proj-dim", "8")
+    assert result.exit_code == 0, result.output
+    assert "state keys in the replay buffer: D int32 = 32 bytes per slot" in result.output

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +12,7 @@ from conftest import NO_ACTOR
 from semzoo.agents.rnn import RNNAgent
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
 from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
-from semzoo.episodic.target import EpisodicTarget, episodic_target
+from semzoo.episodic.target import EpisodicTarget, episodic_target, table_lookup
 from semzoo.learners.q_learner import CleanBatch, QLearner
 from semzoo.mixers.base import make_mixer
 from semzoo.types import EpisodeBatch
@@ -257,30 +259,53 @@ def test_saem_tells_two_joint_actions_in_the_same_state_apart():
 
 
 class RecordingMemory:
-    """Wraps a memory and records every query (a query counts as an access for LFU eviction)."""
+    """Wraps a memory and records the keys of every lookup (a lookup counts as an access for LFU eviction)."""
 
     def __init__(self, memory: EpisodicMemory) -> None:
-        self.memory, self.kind, self.queried = memory, memory.kind, []
+        self.memory, self.kind, self.looked_up = memory, memory.kind, []
 
-    def query(self, states, actions=None):
-        self.queried.append(np.asarray(states).copy())
-        return self.memory.query(states, actions)
+    def __getattr__(self, name):
+        return getattr(self.memory, name)
+
+    def lookup(self, keys):
+        self.looked_up.append(np.asarray(keys).copy())
+        return self.memory.lookup(keys)
+
+
+@pytest.mark.parametrize("stored_keys", [False, True], ids=["projected", "stored-keys"])
+@pytest.mark.parametrize("kind", ["sem", "saem"])
+def test_padding_is_never_queried(kind, stored_keys):
+    batch = make_batch(lengths=(5, 3, 2), terminated_last=(True, False, False), pad_value=7.0)
+    memory = make_memory(kind)
+    if stored_keys:  # as the replay buffer of a run hands them over
+        batch = dataclasses.replace(batch, state_keys=torch.from_numpy(memory.slot_state_keys(batch).view(np.int32)))
+    recorder = RecordingMemory(memory)
+    learner = make_learner(recorder, lam=0.5)  # type: ignore[arg-type]
+    learner.compute_loss(batch)
+    (looked_up,) = recorder.looked_up
+    if kind == "sem":  # s_{t+1} of real, non-terminal steps
+        expected = memory.keys(batch.state[:, 1:][batch.filled & ~batch.terminated])
+    else:  # s_t of real steps
+        expected = memory.keys(batch.state[:, :-1][batch.filled], batch.actions[batch.filled])
+    np.testing.assert_array_equal(looked_up, expected)
+    padding_key = memory.state_keys(torch.full((S,), 7.0))
+    assert not (looked_up[:, : memory.proj_dim] == padding_key).all(axis=1).any()
 
 
 @pytest.mark.parametrize("kind", ["sem", "saem"])
-def test_padding_is_never_queried(kind):
+def test_stored_state_keys_give_the_same_answers_and_accesses_as_projecting(kind):
     batch = make_batch(lengths=(5, 3, 2), terminated_last=(True, False, False), pad_value=7.0)
-    recorder = RecordingMemory(make_memory(kind))
-    learner = make_learner(recorder, lam=0.5)  # type: ignore[arg-type]
-    learner.compute_loss(batch)
-    (queried,) = recorder.queried
-    if kind == "sem":  # s_{t+1} of real, non-terminal steps
-        expected = batch.state[:, 1:][batch.filled & ~batch.terminated]
-    else:  # s_t of real steps
-        expected = batch.state[:, :-1][batch.filled]
-    assert queried.shape == tuple(expected.shape)
-    assert np.array_equal(queried, expected.numpy())
-    assert not (queried == 7.0).any()
+    projected, stored = make_memory(kind), make_memory(kind)
+    for memory in (projected, stored):  # every other step in the table: hits and misses
+        memory.update_from(dataclasses.replace(batch, filled=batch.filled & (torch.arange(T) % 2 == 0)))
+        memory.flush()
+    clean = CleanBatch.from_batch(batch)
+    slot_keys = torch.from_numpy(stored.slot_state_keys(batch).view(np.int32))
+    a, b = table_lookup(projected, kind, clean), table_lookup(stored, kind, clean, slot_keys)
+    assert 0.0 < float(a.hit_rate) < 1.0
+    for name in ("values_BT", "hit_BT", "hit_rate"):
+        assert torch.equal(getattr(a, name), getattr(b, name)), name
+    np.testing.assert_array_equal(projected.state_dict()["table_meta"], stored.state_dict()["table_meta"])  # LFU counts
 
 
 def test_padding_that_matches_a_stored_state_changes_nothing():
@@ -321,3 +346,20 @@ def test_sem_run_logs_the_memory_diagnostics_and_the_three_targets(tmp_path):
     assert by_name["memory_bytes"][-1] > 0
     assert by_name["memory_hit_rate"][-1] == 1.0  # every s_{t+1} of a non-final step is 2A or 2B
     assert all(np.isfinite(v) for name in ("target_y", "target_e", "q_tot") for v in by_name[name])
+
+
+def test_a_memory_run_stores_every_slots_state_keys_and_restores_them_from_a_checkpoint():
+    from semzoo.config import TrainConfig
+    from semzoo.run.trainer import Trainer
+
+    config = TrainConfig(env="matrix:two_step", algo="saem-qmix", steps=64, seed=0, n_envs=8, device="cpu",
+                         test_interval=10**9, log_interval=10**9, learner=LearnerConfig(batch_size=8, buffer_size=64),
+                         memory=MemoryConfig(pending_size=16, capacity=1000))
+    trainer = Trainer(config)
+    trainer.run()
+    stored = trainer.buffer.stored()
+    assert stored.state_keys is not None and stored.batch_size > 0
+    np.testing.assert_array_equal(stored.state_keys.numpy().view(np.uint32), trainer.memory.slot_state_keys(stored))
+    resumed = Trainer(config)
+    resumed.load_state_dict(trainer.state_dict())  # checkpoints hold no keys: projected again on load
+    assert torch.equal(resumed.buffer.data.state_keys, trainer.buffer.data.state_keys)

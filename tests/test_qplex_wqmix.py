@@ -201,9 +201,15 @@ def test_sem_wqmix_adds_the_memory_terms_with_their_own_weights():
     """With every memory read a hit of E = y + 1, the four-term loss differs from plain WQMIX's."""
     learner = wqmix_learner("cw", alpha=0.5)
 
-    class ShiftedMemory:
-        def query(self, states, actions=None):
-            return np.full(len(states), 5.0, np.float32), np.ones(len(states), bool)
+    class ShiftedMemory:  # what table_lookup reads of a memory: keys of the states, then their lookup
+        def state_keys(self, states):
+            return np.zeros((len(states), 1), np.uint32)
+
+        def keys_from_state_keys(self, state_keys, actions=None):
+            return state_keys
+
+        def lookup(self, keys):
+            return np.full(len(keys), 5.0, np.float32), np.ones(len(keys), bool)
 
     batch = random_batch()
     plain, _ = learner.compute_loss(batch)

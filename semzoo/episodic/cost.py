@@ -109,6 +109,15 @@ def projection_bytes(proj_dim: int, state_dim: int) -> int:
     return proj_dim * state_dim * PROJECTION_BYTES_PER_ENTRY
 
 
+STATE_KEY_BYTES_PER_DIM = 4
+"""The replay buffer keeps phi(s)'s float32 bits of every slot (an int32 per dimension) beside the state."""
+
+
+def state_keys_bytes(n_slots: int, proj_dim: int) -> int:
+    """Bytes of the state keys a replay buffer of ``n_slots`` slots keeps (buffer_size x (episode limit + 1))."""
+    return n_slots * proj_dim * STATE_KEY_BYTES_PER_DIM
+
+
 def format_gb(n_bytes: int) -> str:
     """Bytes as the paper's GB (1e9), exact for any Python int (36^27 tables do not fit a float's range)."""
     value = Decimal(n_bytes) / Decimal(GB)

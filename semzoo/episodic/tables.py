@@ -384,9 +384,33 @@ class EpisodicMemory(ABC):
     def key_words(self) -> int:
         """32-bit words per key (W)."""
 
-    @abstractmethod
     def keys(self, states: Any, actions: Any = None) -> np.ndarray:
         """Exact table keys: states [..., F] (actions [..., A]) -> uint32 [..., W]."""
+        return self.keys_from_state_keys(self.state_keys(states), actions)
+
+    @abstractmethod
+    def keys_from_state_keys(self, state_keys: np.ndarray, actions: Any = None) -> np.ndarray:
+        """Table keys from the states' keys ``state_keys(states)`` [..., D] (and actions [..., A]): uint32 [..., W]."""
+
+    def state_keys(self, states: Any) -> np.ndarray:
+        """The state's part of a key, the float32 bits of phi(s): states [..., F] -> uint32 [..., D]."""
+        return self.project(states).view(np.uint32)
+
+    def slot_state_keys(self, batch: EpisodeBatch) -> np.ndarray:
+        """``state_keys`` of every real slot of a batch (t <= length: its steps and the state after the last).
+
+        state [B, T+1, F] -> uint32 [B, T+1, D], zero on the other slots. Projected once when a batch is
+        stored (semzoo.run.trainer), so that an update's lookup only probes the table (docs/memory.md).
+        """
+        state = _to_numpy(batch.state)
+        length = _to_numpy(batch.length)
+        if state.ndim != 3 or state.shape[0] != length.shape[0]:
+            raise ValueError(f"batch.state has shape {tuple(state.shape)}, expected [B, T+1, F] with B = "
+                             f"{length.shape[0]} from batch.length")
+        real_BS = np.arange(state.shape[1])[None, :] <= length[:, None]
+        keys_BSD = np.zeros((*state.shape[:2], self.proj_dim), np.uint32)
+        keys_BSD[real_BS] = self.state_keys(state[real_BS])
+        return keys_BSD
 
     def project(self, states: Any) -> np.ndarray:
         """Random projection phi(s) = V s: states [..., F] -> float32 [..., D].
@@ -455,14 +479,15 @@ class EpisodicMemory(ABC):
 
     # ------------------------------------------------------------ pending set M
     @abstractmethod
-    def _step_keys(self, states_KF: np.ndarray, actions_KA: np.ndarray) -> np.ndarray:
-        """Keys [K, W] of real steps given their states and joint actions."""
+    def _step_keys(self, state_keys_KD: np.ndarray, actions_KA: np.ndarray) -> np.ndarray:
+        """Keys [K, W] of real steps given their states' keys [K, D] and joint actions [K, A]."""
 
-    def update_from(self, batch: EpisodeBatch) -> None:
+    def update_from(self, batch: EpisodeBatch, slot_state_keys: np.ndarray | None = None) -> None:
         """Add (key of step t, R_t) for every real step of the batch to M; flush when full.
 
         state [B, T+1, F], actions [B, T, A], reward [B, T], filled [B, T]. The
-        slot after the last step and padding are never written.
+        slot after the last step and padding are never written. ``slot_state_keys``
+        is the batch's ``slot_state_keys(batch)`` when the caller has it already.
         """
         state = _to_numpy(batch.state)
         filled = _to_numpy(batch.filled).astype(bool)
@@ -474,7 +499,11 @@ class EpisodicMemory(ABC):
             )
         returns_BT = discounted_returns(batch.reward, filled, self.gamma)
         actions = _to_numpy(batch.actions)
-        keys_KW = self._step_keys(state[:, :n_steps][filled], actions[filled])
+        if slot_state_keys is None:
+            step_keys = self.state_keys(state[:, :n_steps][filled])
+        else:
+            step_keys = np.asarray(slot_state_keys)[:, :n_steps][filled]
+        keys_KW = self._step_keys(step_keys, actions[filled])
         self._pending_keys.append(keys_KW)
         self._pending_returns.append(returns_BT[filled])
         self._pending_steps += int(filled.sum())
@@ -584,14 +613,14 @@ class SEMTable(EpisodicMemory):
     def key_words(self) -> int:
         return sem_key_words(self.proj_dim)
 
-    def keys(self, states: Any, actions: Any = None) -> np.ndarray:
-        """states [..., F] -> uint32 [..., D], the float32 bits of phi(s)."""
+    def keys_from_state_keys(self, state_keys: np.ndarray, actions: Any = None) -> np.ndarray:
+        """The key is the state's key, the float32 bits of phi(s): uint32 [..., D]."""
         if actions is not None:
             raise ValueError("SEM keys use the state only; call keys(states) with actions=None (SAEM takes actions)")
-        return self.project(states).view(np.uint32)
+        return state_keys
 
-    def _step_keys(self, states_KF: np.ndarray, actions_KA: np.ndarray) -> np.ndarray:
-        return self.keys(states_KF)
+    def _step_keys(self, state_keys_KD: np.ndarray, actions_KA: np.ndarray) -> np.ndarray:
+        return state_keys_KD
 
 
 class SAEMTable(EpisodicMemory):
@@ -618,22 +647,34 @@ class SAEMTable(EpisodicMemory):
                 f"actions have shape {tuple(actions_np.shape)}, expected {expected} "
                 f"for states {tuple(states_np.shape)} and n_agents={self.n_agents}"
             )
+        return self.keys_from_state_keys(self.state_keys(states_np), actions_np)
+
+    def keys_from_state_keys(self, state_keys: np.ndarray, actions: Any = None) -> np.ndarray:
+        """phi(s)'s bits [..., D] then the action ids [..., A], 16 bits each: uint32 [..., D + ceil(A / 2)]."""
+        if actions is None:
+            raise ValueError("SAEM keys need the joint action: call keys(states, actions) with actions [..., n_agents]")
+        actions_np = _to_numpy(actions)
+        expected = (*state_keys.shape[:-1], self.n_agents)
+        if tuple(actions_np.shape) != expected:
+            raise ValueError(
+                f"actions have shape {tuple(actions_np.shape)}, expected {expected} "
+                f"for state keys {tuple(state_keys.shape)} and n_agents={self.n_agents}"
+            )
         if not np.issubdtype(actions_np.dtype, np.integer):
             raise TypeError(f"actions have dtype {actions_np.dtype}, expected integer action ids")
         if actions_np.size and (actions_np.min() < 0 or actions_np.max() >= ACTION_ID_LIMIT):
             raise ValueError(
                 f"action ids span [{actions_np.min()}, {actions_np.max()}], expected ids in [0, {ACTION_ID_LIMIT})"
             )
-        phi = self.project(states_np).view(np.uint32)
         ids = actions_np.astype(np.uint16).reshape(-1, self.n_agents)
         if self.n_agents % 2:
             ids = np.concatenate([ids, np.zeros((ids.shape[0], 1), np.uint16)], axis=1)
         n_action_words = self.key_words - self.proj_dim
-        action_words = np.ascontiguousarray(ids).view(np.uint32).reshape(*phi.shape[:-1], n_action_words)
-        return np.concatenate([phi, action_words], axis=-1)
+        action_words = np.ascontiguousarray(ids).view(np.uint32).reshape(*state_keys.shape[:-1], n_action_words)
+        return np.concatenate([state_keys, action_words], axis=-1)
 
-    def _step_keys(self, states_KF: np.ndarray, actions_KA: np.ndarray) -> np.ndarray:
-        return self.keys(states_KF, actions_KA)
+    def _step_keys(self, state_keys_KD: np.ndarray, actions_KA: np.ndarray) -> np.ndarray:
+        return self.keys_from_state_keys(state_keys_KD, actions_KA)
 
 
 _MEMORIES: dict[str, type[EpisodicMemory]] = {"sem": SEMTable, "saem": SAEMTable}

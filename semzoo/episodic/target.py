@@ -65,21 +65,34 @@ def check_episodic(kind: str, miss_rule: str) -> None:
 
 
 @torch.no_grad()
-def table_lookup(memory: EpisodicMemory, kind: str, clean: CleanBatch) -> TableLookup:
-    """Phase 1: one batched query of the table for the steps of ``clean`` that read it."""
+def table_lookup(memory: EpisodicMemory, kind: str, clean: CleanBatch,
+                 state_keys_BSD: torch.Tensor | None = None) -> TableLookup:
+    """Phase 1: one batched query of the table for the steps of ``clean`` that read it.
+
+    ``state_keys_BSD`` is the batch's ``EpisodeBatch.state_keys`` ([B,T+1,D] int32, the bits of phi(s) of
+    every real slot, projected when the episode was stored); without it the states are projected here.
+    """
     check_episodic(kind, MISS_RULES[0])
-    real = clean.mask.bool()
+    real_BT = clean.mask.cpu().numpy() > 0
     if kind == "sem":
         # Only real, non-terminal steps read the table: a read counts as an access for LFU eviction,
         # so reading padding or the slot after a real end would keep junk entries alive.
-        query = real & (clean.terminated == 0)
-        values, hits = memory.query(clean.state[:, 1:][query].cpu().numpy())
+        query_BT = real_BT & (clean.terminated.cpu().numpy() == 0)
     else:
-        query = real
-        values, hits = memory.query(clean.state[:, :-1][real].cpu().numpy(), clean.actions[real].cpu().numpy())
+        query_BT = real_BT
+    n_steps = query_BT.shape[1]
+    flat_K = np.flatnonzero(query_BT)  # row-major order, as a boolean mask gathers
+    episode_K, step_K = np.divmod(flat_K, n_steps)
+    slot_K = step_K + 1 if kind == "sem" else step_K  # SEM reads phi(s_{t+1}), SAEM phi(s_t)
+    if state_keys_BSD is None:
+        state_keys_KD = memory.state_keys(clean.state.cpu().numpy()[episode_K, slot_K])
+    else:
+        state_keys_KD = state_keys_BSD.cpu().numpy()[episode_K, slot_K].view(np.uint32)
+    actions = None if kind == "sem" else clean.actions.cpu().numpy()[episode_K, step_K]
+    values_K, hits_K = memory.lookup(memory.keys_from_state_keys(state_keys_KD, actions))
     like = clean.reward
-    return TableLookup(values_BT=_scatter(values, query, like), hit_BT=_scatter(hits, query, like).bool(),
-                       hit_rate=torch.tensor(float(np.mean(hits)) if len(hits) else 0.0, dtype=torch.float64))
+    return TableLookup(values_BT=_scatter(values_K, flat_K, like), hit_BT=_scatter(hits_K, flat_K, like).bool(),
+                       hit_rate=torch.tensor(float(np.mean(hits_K)) if len(hits_K) else 0.0, dtype=torch.float64))
 
 
 def combine_target(lookup: TableLookup, kind: str, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
@@ -112,11 +125,11 @@ def episodic_target(memory: EpisodicMemory, kind: str, clean: CleanBatch, y_BT: 
                           miss_rule=miss_rule)
 
 
-def _scatter(values: np.ndarray, where_BT: torch.Tensor, like_BT: torch.Tensor) -> torch.Tensor:
-    """values [K] of the K steps in ``where_BT`` into a [B,T] tensor like ``like_BT``, 0 elsewhere."""
-    out = torch.zeros_like(like_BT)
-    out[where_BT] = torch.as_tensor(np.asarray(values, np.float32), device=like_BT.device).to(like_BT.dtype)
-    return out
+def _scatter(values_K: np.ndarray, flat_K: np.ndarray, like_BT: torch.Tensor) -> torch.Tensor:
+    """values [K] at the flat (row-major) indices ``flat_K`` of a [B,T] tensor like ``like_BT``, 0 elsewhere."""
+    out = np.zeros(like_BT.numel(), np.float32)
+    out[flat_K] = values_K
+    return torch.from_numpy(out.reshape(like_BT.shape)).to(device=like_BT.device, dtype=like_BT.dtype)
 
 
 __all__ = ["KINDS", "MISS_RULES", "EpisodicTarget", "TableLookup", "check_episodic", "combine_target",

@@ -173,12 +173,15 @@ class QLearner:
     def compute_loss(self, batch: EpisodeBatch) -> tuple[torch.Tensor, dict[str, float]]:
         """L = (1 - lambda) L_td + lambda L_em of one batch (paper eq. 6) and its diagnostics; no optimiser step."""
         clean = CleanBatch.from_batch(batch)
-        loss, stats = self.loss(clean, self.table_lookup(clean))
+        loss, stats = self.loss(clean, self.table_lookup(clean, batch.state_keys))
         return loss, stats_to_floats(stats)
 
-    def table_lookup(self, clean: CleanBatch) -> TableLookup | None:
-        """The episodic table's answers for ``clean`` (a numpy query, so outside any vmap); None without memory."""
-        return None if self.memory is None else table_lookup(self.memory, self.memory_kind, clean)
+    def table_lookup(self, clean: CleanBatch, state_keys_BSD: torch.Tensor | None = None) -> TableLookup | None:
+        """The episodic table's answers for ``clean`` (a numpy query, so outside any vmap); None without memory.
+
+        ``state_keys_BSD``: the sampled batch's ``EpisodeBatch.state_keys``, if the buffer kept them.
+        """
+        return None if self.memory is None else table_lookup(self.memory, self.memory_kind, clean, state_keys_BSD)
 
     def loss(self, clean: CleanBatch, lookup: TableLookup | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """L = (1 - lambda) L_td + lambda L_em (paper eq. 6) and its diagnostics as 0-d tensors.

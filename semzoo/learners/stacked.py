@@ -46,8 +46,8 @@ def pad_batch(batch: EpisodeBatch, n_steps: int) -> EpisodeBatch:
     def pad(x: torch.Tensor) -> torch.Tensor:
         return torch.cat([x, x.new_zeros((x.shape[0], extra, *x.shape[2:]))], dim=1)
 
-    return dataclasses.replace(batch, **{f.name: pad(getattr(batch, f.name)) for f in dataclasses.fields(batch)
-                                         if f.name != "length"})
+    return dataclasses.replace(batch, **{name: pad(value) for name, value in batch.tensors().items()
+                                         if name != "length"})
 
 
 class _GivenQ(nn.Module):
@@ -173,8 +173,10 @@ class StackedUpdate:
                     q = learner.agent_q(agent, clean)
                 per_run.append(torch.cat([q, q.new_zeros((q.shape[0], n_slots - q.shape[1], *q.shape[2:]))], dim=1))
             q_K[name] = torch.stack(per_run)
-        cleans = [CleanBatch.from_batch(pad_batch(batch, n_slots - 1)) for batch in batches]
-        lookups = [learner.table_lookup(clean) for learner, clean in zip(learners, cleans)]
+        padded = [pad_batch(batch, n_slots - 1) for batch in batches]
+        cleans = [CleanBatch.from_batch(batch) for batch in padded]
+        lookups = [learner.table_lookup(clean, batch.state_keys)
+                   for learner, clean, batch in zip(learners, cleans, padded)]
         clean_K = {name: torch.stack([getattr(c, name) for c in cleans]) for name in _fields(cleans[0])}
         lookup_K = None
         if lookups[0] is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 import torch
@@ -18,8 +17,9 @@ class EpisodeReplayBuffer:
 
     def __init__(
         self, *, capacity: int, max_t: int, n_agents: int, obs_dim: int, state_dim: int, n_actions: int,
-        device: torch.device | str = "cpu",
+        device: torch.device | str = "cpu", state_key_words: int = 0,
     ) -> None:
+        """``state_key_words`` > 0 (D, a run with episodic memory) keeps each slot's ``state_keys`` too."""
         if capacity <= 0 or max_t <= 0:
             raise ValueError(f"capacity={capacity}, max_t={max_t}: expected positive sizes")
         self.capacity, self.max_t = capacity, max_t
@@ -34,6 +34,7 @@ class EpisodeReplayBuffer:
             terminated=torch.zeros(c, t, dtype=torch.bool, **kw),
             filled=torch.zeros(c, t, dtype=torch.bool, **kw),
             length=torch.zeros(c, dtype=torch.int64, **kw),
+            state_keys=torch.zeros(c, t + 1, state_key_words, dtype=torch.int32, **kw) if state_key_words else None,
         )
         self.insert_pos = 0
         self.size = 0
@@ -43,21 +44,29 @@ class EpisodeReplayBuffer:
 
     @property
     def nbytes(self) -> int:
-        return sum(getattr(self.data, f.name).nbytes for f in fields(EpisodeBatch))
+        return sum(value.nbytes for value in self.data.tensors().values())
 
     def insert(self, batch: EpisodeBatch) -> None:
-        """Copy ``batch`` (B episodes, time axis <= max_t) in, overwriting the oldest episodes."""
+        """Copy ``batch`` (B episodes, time axis <= max_t) in, overwriting the oldest episodes.
+
+        A buffer that keeps state keys needs ``batch.state_keys``; one that does not ignores them.
+        """
         n, t = batch.batch_size, batch.max_t
         if t > self.max_t:
             raise ValueError(f"episodes of {t} steps do not fit a buffer of max_t={self.max_t}")
+        if self.data.state_keys is not None and batch.state_keys is None:
+            raise ValueError("this buffer keeps state keys: set batch.state_keys = memory.slot_state_keys(batch) "
+                             "(as an int32 tensor) before inserting")
         idx = (self.insert_pos + torch.arange(n)) % self.capacity
         idx = idx.to(self.data.length.device)
-        for f in fields(EpisodeBatch):
-            dst, src = getattr(self.data, f.name), getattr(batch, f.name).to(self.data.length.device)
-            if f.name == "length":
+        for name, dst in self.data.tensors().items():
+            src = getattr(batch, name)
+            assert src is not None
+            src = src.to(self.data.length.device)
+            if name == "length":
                 dst[idx] = src
                 continue
-            steps = t + 1 if f.name in ("obs", "state", "avail") else t
+            steps = t + 1 if name in ("obs", "state", "avail", "state_keys") else t
             dst[idx] = 0  # stale tail of an overwritten longer episode
             dst[idx, :steps] = src[:, :steps]
         self.insert_pos = (self.insert_pos + n) % self.capacity
@@ -77,13 +86,27 @@ class EpisodeReplayBuffer:
             obs=batch.obs[:, : t + 1], state=batch.state[:, : t + 1], avail=batch.avail[:, : t + 1],
             actions=batch.actions[:, :t], reward=batch.reward[:, :t], terminated=batch.terminated[:, :t],
             filled=batch.filled[:, :t], length=batch.length,
+            state_keys=None if batch.state_keys is None else batch.state_keys[:, : t + 1],
         )
 
     def state_dict(self) -> dict[str, Any]:
+        """The episodes without their state keys: a function of the states, rebuilt with ``set_state_keys``."""
         return {"insert_pos": self.insert_pos, "size": self.size,
-                **{f.name: getattr(self.data, f.name).cpu() for f in fields(EpisodeBatch)}}
+                **{name: value.cpu() for name, value in self.data.tensors().items() if name != "state_keys"}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for f in fields(EpisodeBatch):
-            getattr(self.data, f.name).copy_(state[f.name])
+        """Inverse of ``state_dict``; a buffer that keeps state keys then needs ``set_state_keys``."""
+        for name, value in self.data.tensors().items():
+            if name != "state_keys":
+                value.copy_(state[name])
         self.insert_pos, self.size = int(state["insert_pos"]), int(state["size"])
+
+    def stored(self) -> EpisodeBatch:
+        """The stored episodes, slot i of the buffer first (views, not copies)."""
+        return self.data.index(slice(0, self.size))
+
+    def set_state_keys(self, state_keys: torch.Tensor) -> None:
+        """The state keys of the stored episodes [size, T+1, D] (after ``load_state_dict``)."""
+        assert self.data.state_keys is not None, "this buffer keeps no state keys"
+        self.data.state_keys.zero_()
+        self.data.state_keys[: self.size] = state_keys.to(self.data.state_keys.device)

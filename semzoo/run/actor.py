@@ -19,7 +19,6 @@ type with the child's message (its traceback as a note); a child that dies is a 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import pickle
 import signal
@@ -195,7 +194,7 @@ def _child_main(fd: int) -> None:
                 agent.load_state_dict({k: torch.from_numpy(v) for k, v in params.items()})
                 generator.set_state(torch.from_numpy(generator_state))
                 batch, stats = runner.run(epsilon=epsilon, seed=seed, generator=generator)
-                fields = {f.name: getattr(batch, f.name).numpy() for f in dataclasses.fields(EpisodeBatch)}
+                fields = {name: value.numpy() for name, value in batch.tensors().items()}
                 answer: tuple[str, Any] = ("ok", (fields, stats, generator.get_state().numpy(),
                                                   time.perf_counter() - started))
             except Exception as err:  # raised again in the parent

@@ -162,7 +162,8 @@ class Trainer:
                                                                         parts.memory, parts.learner)
         env = self.env
         self.buffer = EpisodeReplayBuffer(capacity=config.learner.buffer_size, max_t=self.max_t, n_agents=env.n_agents,
-                                          obs_dim=env.obs_dim, state_dim=env.state_dim, n_actions=env.n_actions)
+                                          obs_dim=env.obs_dim, state_dim=env.state_dim, n_actions=env.n_actions,
+                                          state_key_words=self.memory.proj_dim if self.memory is not None else 0)
         self.runner = EpisodeRunner(env, self.agent, device=self.device, episode_limit=self.max_t)
         self.generator = torch.Generator().manual_seed(config.seed)
         # Overlap mode: the acting agent (read only by the collecting thread) and its own random stream.
@@ -366,9 +367,13 @@ class Trainer:
         if self.config.learner.timeout_as_terminal:  # PyMARL: a time limit ends the episode like a real end
             last = (batch.length - 1).clamp(min=0)
             batch.terminated[torch.arange(batch.batch_size), last] = True
-        self.buffer.insert(batch)
-        if self.memory is not None:
-            self.memory.update_from(batch)  # R_t of each real step; Q^S is written once M holds |M| steps
+        if self.memory is None:
+            self.buffer.insert(batch)
+        else:
+            # phi(s) of every real slot, projected once here: the updates that sample the episode only probe the table
+            state_keys = self.memory.slot_state_keys(batch)
+            self.buffer.insert(dataclasses.replace(batch, state_keys=torch.from_numpy(state_keys.view(np.int32))))
+            self.memory.update_from(batch, state_keys)  # R_t of each real step; Q^S is written once M holds |M| steps
         c.env_steps += int(stats.lengths.sum())
         c.episodes += batch.batch_size
 
@@ -561,6 +566,9 @@ class Trainer:
         self.buffer.load_state_dict(buffer)
         if self.memory is not None:
             self.memory.load_state_dict(state["memory"])
+            # not in the checkpoint (a function of the states and V): projected again
+            stored = self.buffer.stored()
+            self.buffer.set_state_keys(torch.from_numpy(self.memory.slot_state_keys(stored).view(np.int32)))
         rng = state["rng"]
         torch.set_rng_state(rng["torch"])
         self.generator.set_state(rng["generator"])
