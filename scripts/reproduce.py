@@ -11,7 +11,10 @@ Small version (2 cores, minutes):
 Full version (a cluster; the paper uses 2M steps and 5 seeds per map):
     python scripts/reproduce.py --steps 2000000 --seeds 5 --address auto --out /shared/runs/reproduce
 
-Running the same command again continues an interrupted sweep: finished runs are skipped.
+Running the same command again continues an interrupted sweep: finished runs are skipped. Runs go
+seed-major (every cell's seed 0, then seed 1, ...), so a study cut short has balanced cells. At the
+end the script writes the curves, the paper's table and, with the semzoo[report] extra, the
+evaluation protocol's report (`semzoo report`: IQM with CIs, probability of improvement, profiles).
 --pack-seeds trains each (map, algo)'s seeds together in one Ray trial (one process, the sequential
 loop; `semzoo sweep --pack-seeds`), in the same run directories.
 """
@@ -77,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                          overrides=parse_overrides(args.overrides))
     print(f"{len(trials)} runs: {len(envs)} maps x {len(algos)} algorithms x {args.seeds} seeds, "
           f"{args.steps:,} env steps each, in {args.out}")
+    # Seed-major: a study cut short (interrupted, or out of budget) leaves every cell with the same seeds.
+    trials.sort(key=lambda t: (t.config.seed, t.config.env, t.config.algo))
     tasks = pack_seeds(trials) if args.pack_seeds else trials
     report = run_sweep(tasks, address=args.address, max_retries=args.max_retries, cpus_per_trial=args.cpus_per_trial,
                        num_cpus=args.num_cpus)
@@ -88,6 +93,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = score_table(load_runs(out), table_steps(args.at, args.steps), METRIC)
     print(table_markdown(rows, METRIC))
     print(f"wrote {write_table_csv(rows, out / 'table.csv')}")
+    try:
+        from semzoo.run.protocol import report as protocol_report
+
+        done = protocol_report(out, table_steps(args.at, args.steps), METRIC, out=out / "report", echo=print)
+    except ImportError as err:  # rliable is the semzoo[report] extra
+        print(f"no protocol report: {err}")
+    else:
+        print(done.markdown)
+        for path in done.files:
+            print(f"wrote {path}")
     return 0 if report.ok else 1
 
 
