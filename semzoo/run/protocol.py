@@ -42,6 +42,7 @@ from semzoo.run.report import (
     check_metric,
     curve_steps,
     load_runs,
+    metric_panels,
     score_table,
     table_markdown,
 )
@@ -383,15 +384,9 @@ def _thousands(x: float, _position: int) -> str:
 def plot_sample_efficiency(runs: Sequence[RunSeries], metric: str, path: str | Path,
                            reps: int = DEFAULT_REPS) -> Path:
     """One panel per env: per algorithm the IQM across seeds over env steps with its 95 % CI band."""
-    groups = {env: algos for env, algos in _grouped(runs).items()
-              if any(metric in r.metrics for rs in algos.values() for r in rs)}
-    colours = _colours(sorted({algo for algos in groups.values() for algo in algos}))
-    plt, fig, axes = _figure(len(groups))
-    for ax, (env, algos) in zip(axes, groups.items()):
-        for algo, seeds in algos.items():
-            with_metric = [r for r in seeds if metric in r.metrics]
-            if not with_metric:
-                continue
+    plt, fig, panels, colours = metric_panels(runs, metric)
+    for ax, env, algos in panels:
+        for algo, with_metric in algos.items():
             steps, iqm, low, high, n = iqm_curve(with_metric, metric, reps)
             counts = f"{n.max()}" if n.min() == n.max() else f"{n.max()}->{n[-1]}"
             label = f"{algo} ({counts} seeds)"

@@ -194,18 +194,24 @@ def _colours(algos: Sequence[str]) -> dict[str, tuple]:
     return {algo: cmap(i % cmap.N) for i, algo in enumerate(algos)}
 
 
+def metric_panels(runs: Sequence[RunSeries], metric: str):
+    """A figure with a panel per env that logged ``metric``: (plt, fig, [(ax, env, {algo: its runs with the
+    metric})], a colour per algorithm); algorithms without the metric on an env are left out of its panel."""
+    groups = {env: {algo: [r for r in seeds if metric in r.metrics] for algo, seeds in algos.items()}
+              for env, algos in _grouped(runs).items()}
+    groups = {env: {algo: seeds for algo, seeds in algos.items() if seeds} for env, algos in groups.items()}
+    groups = {env: algos for env, algos in groups.items() if algos}
+    colours = _colours(sorted({algo for algos in groups.values() for algo in algos}))
+    plt, fig, axes = _figure(len(groups))
+    return plt, fig, [(ax, env, algos) for ax, (env, algos) in zip(axes, groups.items())], colours
+
+
 def plot_metric(runs: Sequence[RunSeries], metric: str, path: str | Path) -> Path:
     """One panel per env: per algorithm the median across seeds and the 25-75 % band of ``metric``."""
     check_metric(runs, metric)
-    groups = {env: algos for env, algos in _grouped(runs).items()
-              if any(metric in r.metrics for rs in algos.values() for r in rs)}
-    colours = _colours(sorted({algo for algos in groups.values() for algo in algos}))
-    plt, fig, axes = _figure(len(groups))
-    for ax, (env, algos) in zip(axes, groups.items()):
-        for algo, seeds in algos.items():
-            if not any(metric in r.metrics for r in seeds):
-                continue
-            with_metric = [r for r in seeds if metric in r.metrics]
+    plt, fig, panels, colours = metric_panels(runs, metric)
+    for ax, env, algos in panels:
+        for algo, with_metric in algos.items():
             steps, mid, lo, hi = curve(with_metric, metric)
             label = f"{algo} ({len(with_metric)} seeds)"
             cut, furthest = common_last_step(with_metric), max(r.last_step for r in with_metric)
