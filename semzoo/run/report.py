@@ -215,7 +215,7 @@ def plot_metric(runs: Sequence[RunSeries], metric: str, path: str | Path) -> Pat
             steps, mid, lo, hi = curve(with_metric, metric)
             label = f"{algo} ({len(with_metric)} seeds)"
             cut, furthest = common_last_step(with_metric), max(r.last_step for r in with_metric)
-            if cut < furthest:
+            if (curve_steps(with_metric, metric) > cut).any():  # points were dropped, not just a few steps
                 label = f"{algo} ({len(with_metric)} seeds, cut at {cut:,})"
                 warnings.warn(f"{env} {algo}: the seeds stopped between env step {cut:,} and {furthest:,}; the "
                               f"curve ends at {cut:,}, the step every seed reached", CutCurveWarning, stacklevel=2)
