@@ -636,30 +636,28 @@ class SAEMTable(EpisodicMemory):
     def key_words(self) -> int:
         return saem_key_words(self.proj_dim, self.n_agents)
 
-    def keys(self, states: Any, actions: Any = None) -> np.ndarray:
-        """states [..., F], actions [..., A] int -> uint32 [..., D + ceil(A / 2)]."""
-        if actions is None:
-            raise ValueError("SAEM keys need the joint action: call keys(states, actions) with actions [..., n_agents]")
-        states_np, actions_np = _to_numpy(states), _to_numpy(actions)
-        expected = (*states_np.shape[:-1], self.n_agents)
-        if tuple(actions_np.shape) != expected:
-            raise ValueError(
-                f"actions have shape {tuple(actions_np.shape)}, expected {expected} "
-                f"for states {tuple(states_np.shape)} and n_agents={self.n_agents}"
-            )
-        return self.keys_from_state_keys(self.state_keys(states_np), actions_np)
-
-    def keys_from_state_keys(self, state_keys: np.ndarray, actions: Any = None) -> np.ndarray:
-        """phi(s)'s bits [..., D] then the action ids [..., A], 16 bits each: uint32 [..., D + ceil(A / 2)]."""
+    def _joint_actions(self, actions: Any, of: tuple[int, ...], what: str) -> np.ndarray:
+        """``actions`` as numpy, checked to be [..., n_agents] for the states (or state keys) of shape ``of``."""
         if actions is None:
             raise ValueError("SAEM keys need the joint action: call keys(states, actions) with actions [..., n_agents]")
         actions_np = _to_numpy(actions)
-        expected = (*state_keys.shape[:-1], self.n_agents)
+        expected = (*of[:-1], self.n_agents)
         if tuple(actions_np.shape) != expected:
             raise ValueError(
                 f"actions have shape {tuple(actions_np.shape)}, expected {expected} "
-                f"for state keys {tuple(state_keys.shape)} and n_agents={self.n_agents}"
+                f"for {what} {tuple(of)} and n_agents={self.n_agents}"
             )
+        return actions_np
+
+    def keys(self, states: Any, actions: Any = None) -> np.ndarray:
+        """states [..., F], actions [..., A] int -> uint32 [..., D + ceil(A / 2)]."""
+        states_np = _to_numpy(states)
+        self._joint_actions(actions, states_np.shape, "states")  # before projecting: the error names the states
+        return self.keys_from_state_keys(self.state_keys(states_np), actions)
+
+    def keys_from_state_keys(self, state_keys: np.ndarray, actions: Any = None) -> np.ndarray:
+        """phi(s)'s bits [..., D] then the action ids [..., A], 16 bits each: uint32 [..., D + ceil(A / 2)]."""
+        actions_np = self._joint_actions(actions, state_keys.shape, "state keys")
         if not np.issubdtype(actions_np.dtype, np.integer):
             raise TypeError(f"actions have dtype {actions_np.dtype}, expected integer action ids")
         if actions_np.size and (actions_np.min() < 0 or actions_np.max() >= ACTION_ID_LIMIT):
