@@ -113,6 +113,11 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
     return trials
 
 
+def _group_key(config: TrainConfig) -> str:
+    """Equal for configs that may train as one group (``multi.group_config``: all but the seed and run name)."""
+    return json.dumps(group_config(config), sort_keys=True)
+
+
 def pack_seeds(trials: Sequence[Trial]) -> list[PackedTrial]:
     """The trials grouped into cells of configs equal but for the seed (and run name), in plan order.
 
@@ -120,7 +125,7 @@ def pack_seeds(trials: Sequence[Trial]) -> list[PackedTrial]:
     """
     cells: dict[str, list[Trial]] = {}
     for trial in trials:
-        cells.setdefault(json.dumps(group_config(trial.config), sort_keys=True), []).append(trial)
+        cells.setdefault(_group_key(trial.config), []).append(trial)
     packed = []
     for cell in cells.values():
         if len(cell) > 1:
@@ -171,7 +176,7 @@ def run_packed_trial(config_dicts: Sequence[dict[str, Any]], threads: int = 1) -
                 trainers.append(_open_trainer(trial))
         groups: dict[str, list[Trainer]] = {}
         for trainer in trainers:
-            groups.setdefault(json.dumps(group_config(trainer.config), sort_keys=True), []).append(trainer)
+            groups.setdefault(_group_key(trainer.config), []).append(trainer)
         for group in groups.values():
             for trainer, result in zip(group, MultiTrainer(group).run()):
                 name = Path(trainer.run_dir or "").name
