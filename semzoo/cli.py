@@ -87,6 +87,8 @@ def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
 
 
 CLI_ONLY_OPTIONS = ("resume", "seeds", "tensorboard")
+RESUME_FLAGS = ("steps", "keep_checkpoints")
+"""Config fields that ``train --resume`` takes from the command line (the rest come from the run's config.json)."""
 """Options of `train` that are not config fields (they say how to run, not what)."""
 
 
@@ -179,15 +181,15 @@ def train(ctx: typer.Context, **options: Any) -> None:
         if options["seeds"] is not None:
             fail("--seeds with --resume: a group continues with the seeds it was started with; "
                  "give --resume once per run directory of the group and drop --seeds", USAGE_ERROR)
-        ignored = [TRAIN_FLAGS[f.key] for f in TRAIN_FIELDS if f.key in given and f.key != "steps"]
+        ignored = [TRAIN_FLAGS[f.key] for f in TRAIN_FIELDS if f.key in given and f.key not in RESUME_FLAGS]
         if ignored:
             typer.echo(f"Warning: --resume trains with the run's own config.json; ignoring {', '.join(ignored)}",
                        err=True)
-        steps = options["steps"] if "steps" in given else None
+        changes = {key: options[key] for key in RESUME_FLAGS if key in given}
         if len(options["resume"]) == 1:
-            _resume(options["resume"][0], steps, options["tensorboard"])
+            _resume(options["resume"][0], changes, options["tensorboard"])
         else:
-            _resume_group(options["resume"], steps, options["tensorboard"])
+            _resume_group(options["resume"], changes, options["tensorboard"])
         return
     seeds = None
     if options["seeds"] is not None:
@@ -237,14 +239,14 @@ def _train_group(config: TrainConfig, seeds: list[int], tensorboard: bool) -> No
         _run_group(group, caught)
 
 
-def _resume_group(run_dirs: list[str], steps: int | None, tensorboard: bool) -> None:
+def _resume_group(run_dirs: list[str], changes: dict[str, Any], tensorboard: bool) -> None:
     """``train --resume A --resume B ...``: continue a --seeds group in one process."""
     from semzoo.run.multi import MultiTrainer
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            group = MultiTrainer.resume(run_dirs, steps=steps, tensorboard=tensorboard)
+            group = MultiTrainer.resume(run_dirs, **changes, tensorboard=tensorboard)
         except (ValueError, TypeError) as err:
             _echo_warnings(caught)
             fail(str(err))
@@ -317,14 +319,14 @@ def _report(config: TrainConfig, run_dir: Any, result: dict[str, float]) -> None
     typer.echo(line)
 
 
-def _resume(run_dir: str, steps: int | None, tensorboard: bool) -> None:
+def _resume(run_dir: str, changes: dict[str, Any], tensorboard: bool) -> None:
     """``train --resume``: continue a run from its last valid checkpoint, reporting skipped corrupt files."""
     from semzoo.run.trainer import Trainer
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            trainer = Trainer.resume(run_dir, steps=steps, tensorboard=tensorboard)
+            trainer = Trainer.resume(run_dir, **changes, tensorboard=tensorboard)
         except (ValueError, TypeError) as err:
             _echo_warnings(caught)
             fail(str(err))

@@ -229,6 +229,10 @@ class TrainConfig:
     """Env steps between training-metric rows."""
     save_interval: int = ranged(50_000, NON_NEGATIVE, "0 disables periodic checkpoints")
     """Env steps between checkpoints (0 disables periodic checkpoints; the last one is always written)."""
+    keep_checkpoints: int = ranged(2, NON_NEGATIVE, "0 removes them when the run finishes")
+    """Checkpoints kept in checkpoints/, newest first. 0 keeps one while the run trains and removes it when the run
+    finishes (best.ckpt, metrics.csv and final.json stay; the run can then not be extended): for large studies,
+    where a checkpoint holds the replay buffer (about 1.6 GB on SMAX 2s3z). May change when a run is resumed."""
     agent: AgentConfig = field(default_factory=AgentConfig)
     """The agent network."""
     mixer: MixerConfig = field(default_factory=MixerConfig)

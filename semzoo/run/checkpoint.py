@@ -14,6 +14,8 @@ one, never a partial one. A file whose length or checksum does not match is corr
 
 from __future__ import annotations
 
+import contextlib
+
 import hashlib
 import io
 import os
@@ -171,6 +173,14 @@ class CheckpointManager:
         for old in self.paths()[self.keep:]:
             old.unlink(missing_ok=True)
         return path, size
+
+    def remove_all(self) -> None:
+        """Remove every checkpoint of the run (and the folder once empty); best.ckpt lives outside it."""
+        for path in self.paths():
+            path.unlink(missing_ok=True)
+        self.clean_temporaries()
+        with contextlib.suppress(OSError):
+            self.folder.rmdir()
 
     def clean_temporaries(self) -> None:
         """Remove temporary files left by a writer that was killed mid-write."""

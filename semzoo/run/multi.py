@@ -118,7 +118,7 @@ class MultiTrainer:
             raise
 
     @classmethod
-    def resume(cls, run_dirs: Sequence[str | Path], *, steps: int | None = None,
+    def resume(cls, run_dirs: Sequence[str | Path], *, steps: int | None = None, keep_checkpoints: int | None = None,
                tensorboard: bool = True) -> MultiTrainer:
         """The group of runs in ``run_dirs`` continued from their last checkpoints (``Trainer.resume`` each).
 
@@ -128,7 +128,8 @@ class MultiTrainer:
         trainers: list[Trainer] = []
         try:
             for run_dir in run_dirs:
-                trainers.append(Trainer.resume(run_dir, steps=steps, tensorboard=tensorboard))
+                trainers.append(Trainer.resume(run_dir, steps=steps, keep_checkpoints=keep_checkpoints,
+                                               tensorboard=tensorboard))
             going = {t.counters.episodes for t in trainers if t.counters.env_steps < t.config.steps}
             if len(going) > 1:
                 warnings.warn(f"the runs' last checkpoints come from different iterations (episodes {sorted(going)}): "
@@ -232,10 +233,10 @@ def train_seeds(config: TrainConfig, seeds: Sequence[int], *, progress: Progress
     return _run_group(group, progress)
 
 
-def resume_seeds(run_dirs: Sequence[str | Path], *, steps: int | None = None, progress: Progress | bool = True,
-                 tensorboard: bool = True) -> list[tuple[Path, dict[str, float]]]:
+def resume_seeds(run_dirs: Sequence[str | Path], *, steps: int | None = None, keep_checkpoints: int | None = None,
+                 progress: Progress | bool = True, tensorboard: bool = True) -> list[tuple[Path, dict[str, float]]]:
     """Continue a group trained by ``train_seeds`` (all its run directories) from their last checkpoints."""
-    group = MultiTrainer.resume(run_dirs, steps=steps, tensorboard=tensorboard)
+    group = MultiTrainer.resume(run_dirs, steps=steps, keep_checkpoints=keep_checkpoints, tensorboard=tensorboard)
     return _run_group(group, progress)
 
 

@@ -37,7 +37,7 @@ TENSORBOARD_DIR = "tensorboard"
 TIMING_METRICS = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "test_time_s", "checkpoint_time_s",
                             "checkpoint_mb"})
 """Metrics that measure the machine, not the learning: they differ between identical runs."""
-RESUME_IGNORED_FIELDS = frozenset({"steps", "out", "run_name", "device"})
+RESUME_IGNORED_FIELDS = frozenset({"steps", "keep_checkpoints", "out", "run_name", "device"})
 """Config fields a resumed run may change: the others must match the checkpoint's."""
 STORED_BEFORE = {"sequential": True}
 """Fields added after 0.2 whose default would change a stored run, with the value such a run was trained with:
@@ -179,6 +179,9 @@ def load_trained(run_dir: str | Path, *, purpose: str) -> tuple[TrainConfig, dic
     """
     config = load_run_config(run_dir)
     found = CheckpointManager(Path(run_dir)).load_latest()
+    if found is None and (Path(run_dir) / FINAL_FILE).exists():
+        raise CheckpointError(f"{run_dir} has no checkpoint {purpose}: it finished with keep_checkpoints=0, which "
+                              f"removes them; its best agent is in {BEST_FILE} (semzoo evaluate --best)")
     if found is None:
         raise CheckpointError(f"{run_dir} has no checkpoint {purpose}: train it first (checkpoints are written "
                               "every --save-interval env steps and at the end)")

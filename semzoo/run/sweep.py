@@ -140,9 +140,10 @@ def _worker_trial(config_dict: dict[str, Any], threads: int) -> Trial:
 
 
 def _open_trainer(trial: Trial) -> Trainer:
-    """The trial's Trainer: its run directory resumed to the trial's steps when it holds a run, else a new run."""
+    """The trial's Trainer: its run directory resumed to the trial's steps (and keep_checkpoints) when it holds a
+    run, else a new run."""
     if (trial.run_dir / CONFIG_FILE).exists():
-        return Trainer.resume(trial.run_dir, steps=trial.config.steps)
+        return Trainer.resume(trial.run_dir, steps=trial.config.steps, keep_checkpoints=trial.config.keep_checkpoints)
     return Trainer(trial.config, run_dir=trial.run_dir)
 
 

@@ -143,7 +143,8 @@ class Trainer:
     def _build(self, checkpoint: dict[str, Any] | None) -> None:
         config = self.config
         self.device = resolve_device(config.device)
-        self.checkpoints = CheckpointManager(self.run_dir) if self.run_dir is not None else None
+        self.checkpoints = (CheckpointManager(self.run_dir, keep=max(1, config.keep_checkpoints))
+                            if self.run_dir is not None else None)
         if self.checkpoints is not None and checkpoint is None and self.checkpoints.paths():
             raise ValueError(f"run directory {self.run_dir} already holds a run with checkpoints: continue it with "
                              f"`semzoo train --resume {self.run_dir}` or choose another --out/--run-name")
@@ -213,23 +214,30 @@ class Trainer:
             self.logger.extra_sinks.append(lambda name, value, step: writer.add_scalar(name, value, step))
 
     @classmethod
-    def resume(cls, run_dir: str | Path, *, steps: int | None = None, progress: Progress | None = None,
-               tensorboard: bool = True) -> Trainer:
+    def resume(cls, run_dir: str | Path, *, steps: int | None = None, keep_checkpoints: int | None = None,
+               progress: Progress | None = None, tensorboard: bool = True) -> Trainer:
         """A trainer that continues the run in ``run_dir`` from its last valid checkpoint.
 
-        ``steps`` extends the run; the config otherwise comes from the run directory. With no
-        checkpoint at all (killed before the first save), the run starts over with a warning; with
-        only corrupt ones, CheckpointError.
+        ``steps`` extends the run and ``keep_checkpoints`` changes how many checkpoints it keeps; the
+        config otherwise comes from the run directory. With no checkpoint at all (killed before the
+        first save), the run starts over with a warning; with only corrupt ones, CheckpointError. A run
+        that finished with ``keep_checkpoints=0`` has none left and is refused (ValueError).
         """
         run_dir = Path(run_dir)
         config = load_run_config(run_dir)
         if steps is not None:
             config = dataclasses.replace(config, steps=steps)
+        if keep_checkpoints is not None:
+            config = dataclasses.replace(config, keep_checkpoints=keep_checkpoints)
         lock = RunLock(run_dir)  # before anything is read or cut back
         try:
             manager = CheckpointManager(run_dir)
             manager.clean_temporaries()
             found = manager.load_latest(quarantine=True)
+            if found is None and (run_dir / FINAL_FILE).exists():
+                raise ValueError(f"{run_dir} finished without checkpoints (it ran with keep_checkpoints=0, which "
+                                 "removes them at the end), so it cannot be continued: train a new run with "
+                                 "more --steps")
             if found is None:
                 warnings.warn(f"{run_dir} has no checkpoint yet: starting the run from step 0", stacklevel=2)
                 return cls(config, run_dir=run_dir, progress=progress, tensorboard=tensorboard, _lock=lock)
@@ -464,6 +472,8 @@ class Trainer:
             write_final(self.run_dir, {"env_steps": c.env_steps, "episodes": c.episodes, "updates": c.updates,
                                        "steps": self.config.steps, "wall_time": c.wall_time,
                                        "result": self._last_eval})
+            if self.config.keep_checkpoints == 0 and self.checkpoints is not None:
+                self.checkpoints.remove_all()  # after final.json: a crash before it leaves a resumable run
 
     def _test(self) -> None:
         started = time.perf_counter()
@@ -627,10 +637,10 @@ def train(config: TrainConfig, *, progress: Progress | bool = True,
     return run_dir, _run_to_end(trainer, progress)
 
 
-def resume(run_dir: str | Path, *, steps: int | None = None, progress: Progress | bool = True,
-           tensorboard: bool = True) -> tuple[Path, dict[str, float]]:
+def resume(run_dir: str | Path, *, steps: int | None = None, keep_checkpoints: int | None = None,
+           progress: Progress | bool = True, tensorboard: bool = True) -> tuple[Path, dict[str, float]]:
     """Continue the run in ``run_dir`` from its last valid checkpoint (to ``steps`` if given)."""
-    trainer = Trainer.resume(run_dir, steps=steps, tensorboard=tensorboard)
+    trainer = Trainer.resume(run_dir, steps=steps, keep_checkpoints=keep_checkpoints, tensorboard=tensorboard)
     return Path(run_dir), _run_to_end(trainer, progress)
 
 
