@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import NO_ACTOR_FLAGS
 from typer.testing import CliRunner
 
 from semzoo import evaluate_run, resume, train
@@ -20,8 +21,6 @@ from semzoo.config import AgentConfig, LearnerConfig, TrainConfig
 from semzoo.run.checkpoint import CheckpointError, CheckpointManager
 from semzoo.run.rundir import BEST_FILE, CONFIG_FILE, FINAL_FILE, read_metrics
 from semzoo.run.sweep import plan_trials, run_trial
-
-from conftest import NO_ACTOR_FLAGS
 
 
 def tiny(out, **kw) -> TrainConfig:
@@ -52,9 +51,9 @@ def test_zero_removes_the_checkpoints_at_the_end_and_keeps_results_and_the_best_
     assert any(r["name"] == "test_return_mean" for r in read_metrics(run_dir))
     _, evaluation, at_step = evaluate_run(run_dir, episodes=2, best=True)
     assert 0 < at_step <= 160 and evaluation.episodes == 2
-    with pytest.raises(CheckpointError, match="keep_checkpoints=0.*--best"):
+    with pytest.raises(CheckpointError, match=r"keep_checkpoints=0.*--best"):
         evaluate_run(run_dir, episodes=2)
-    with pytest.raises(ValueError, match="finished without checkpoints.*cannot be continued"):
+    with pytest.raises(ValueError, match=r"finished without checkpoints.*cannot be continued"):
         resume(run_dir, steps=200, progress=False, tensorboard=False)
 
 

@@ -15,7 +15,6 @@ one, never a partial one. A file whose length or checksum does not match is corr
 from __future__ import annotations
 
 import contextlib
-
 import hashlib
 import io
 import os
