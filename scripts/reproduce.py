@@ -15,6 +15,8 @@ Running the same command again continues an interrupted sweep: finished runs are
 seed-major (every cell's seed 0, then seed 1, ...), so a study cut short has balanced cells. At the
 end the script writes the curves, the paper's table and, with the semzoo[report] extra, the
 evaluation protocol's report (`semzoo report`: IQM with CIs, probability of improvement, profiles).
+The lambda sweep (paper's sensitivity figure) adds an axis; lambda 0.1's runs are the main grid's:
+    python scripts/reproduce.py --maps 2s3z --algos qmix,sem-qmix --grid memory.lam=0,0.05,0.1,0.3,0.5,1 ...
 --pack-seeds trains each (map, algo)'s seeds together in one Ray trial (one process, the sequential
 loop; `semzoo sweep --pack-seeds`), in the same run directories.
 """
@@ -27,7 +29,7 @@ import sys
 from pathlib import Path
 
 from semzoo.run.report import load_runs, plot_runs, score_table, table_markdown, write_table_csv
-from semzoo.run.sweep import pack_seeds, plan_trials, run_sweep
+from semzoo.run.sweep import pack_seeds, parse_grid, plan_trials, run_sweep
 
 PAPER_MAPS = ("2s3z", "3s5z", "27m_vs_30m")
 PAPER_ALGOS = ("vdn", "sem-vdn", "qmix", "sem-qmix")
@@ -70,18 +72,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pack-seeds", action="store_true",
                         help="train each (map, algo)'s seeds together in one Ray trial (one process)")
     parser.add_argument("--at", default=None, help="comma-separated steps of the score table")
+    parser.add_argument("--grid", action="append", default=[],
+                        help="config axis KEY=V1,V2,... (the lambda sweep: memory.lam=0,0.05,0.1,0.3,0.5,1); "
+                             "memory axes skip algorithms without memory; repeatable")
     parser.add_argument("--set", dest="overrides", action="append", default=[],
                         help="config override KEY=VALUE (JSON), e.g. learner.batch_size=16; repeatable")
     args = parser.parse_args(argv)
 
     envs = [f"smax:{m.strip()}" for m in args.maps.split(",") if m.strip()]
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
+    try:
+        grid = parse_grid(args.grid)
+    except ValueError as err:
+        parser.error(str(err))
     trials = plan_trials(envs=envs, algos=algos, seeds=range(args.seeds), steps=args.steps, out=args.out,
-                         overrides=parse_overrides(args.overrides))
-    print(f"{len(trials)} runs: {len(envs)} maps x {len(algos)} algorithms x {args.seeds} seeds, "
-          f"{args.steps:,} env steps each, in {args.out}")
+                         overrides=parse_overrides(args.overrides), grid=grid)
+    cells = len(trials) // args.seeds
+    print(f"{len(trials)} runs: {cells} cells ({len(envs)} maps x {len(algos)} algorithms"
+          f"{''.join(f' x {len(v)} {k}' for k, v in grid.items())}, memory axes for memory algorithms only) x "
+          f"{args.seeds} seeds, {args.steps:,} env steps each, in {args.out}")
     # Seed-major: a study cut short (interrupted, or out of budget) leaves every cell with the same seeds.
-    trials.sort(key=lambda t: (t.config.seed, t.config.env, t.config.algo))
+    trials.sort(key=lambda t: (t.config.seed, t.config.env, t.config.algo, t.name))
     tasks = pack_seeds(trials) if args.pack_seeds else trials
     report = run_sweep(tasks, address=args.address, max_retries=args.max_retries, cpus_per_trial=args.cpus_per_trial,
                        num_cpus=args.num_cpus)

@@ -408,11 +408,15 @@ def sweep(
     num_cpus: int | None = typer.Option(None, help="CPUs of the embedded local Ray (default: all)."),
     set_: list[str] = typer.Option([], "--set", help="KEY=VALUE config override (JSON value), e.g. "
                                    "test_interval=5000 or learner.batch_size=16; repeatable."),
+    grid: list[str] = typer.Option([], "--grid", help="KEY=V1,V2,... a config axis: every (env, algo) runs each "
+                                   "value, e.g. memory.lam=0,0.1,0.3 (memory axes skip algorithms without memory); "
+                                   "run names gain the settings off the defaults (..._sem-qmix_lam=0.3_seed0); "
+                                   "repeatable (the product of the axes)."),
     pack_seeds: bool = typer.Option(False, "--pack-seeds", help="Train each (env, algo)'s seeds together in one "
                                     "Ray trial (one process, as `train --seeds`; the sequential loop), in the same "
                                     "run directories; --cpus-per-trial then counts per (env, algo)."),
 ) -> None:
-    """Run the grid env x algo x seed on Ray; re-running the same command skips finished trials."""
+    """Run the grid env x algo (x --grid axes) x seed on Ray; re-running the same command skips finished trials."""
     from semzoo.run import sweep as sweeps
 
     if seeds <= 0:
@@ -420,7 +424,7 @@ def sweep(
     overrides = parse_env_args(set_, "--set")
     try:
         trials = sweeps.plan_trials(envs=_split(envs, "--envs"), algos=_split(algos, "--algos"), seeds=range(seeds),
-                                    steps=steps, out=out, overrides=overrides)
+                                    steps=steps, out=out, overrides=overrides, grid=sweeps.parse_grid(grid))
     except (ValueError, TypeError) as err:
         fail(str(err), USAGE_ERROR)
     _check_sweep_envs(trials)

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from semzoo.config import config_fields
 from semzoo.run.report import (
     RunSeries,
     _colours,
@@ -46,7 +47,7 @@ from semzoo.run.report import (
     score_table,
     table_markdown,
 )
-from semzoo.run.rundir import ABSOLUTE_FILE
+from semzoo.run.rundir import ABSOLUTE_FILE, setting_text
 
 MARL_EVAL_FILE = "marl_eval.json"
 """The export for marl-eval: named for its reader, and unlike ``metrics.csv`` of a run directory."""
@@ -222,12 +223,20 @@ def aggregates(runs: Sequence[RunSeries], score: Score, step: int | str, reps: i
 
 
 def memory_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
-    """(sem-X, X) and (saem-X, X) for each memory variant whose base X is among ``algos``."""
+    """(sem-X, X) and (saem-X, X) for each memory variant whose base X is among ``algos``.
+
+    ``algos`` are run labels (``rundir.run_labels``): ``sem-qmix lam=0.3`` pairs with ``qmix``, its memory
+    settings dropped, and ``sem-qmix lr=0.001`` with ``qmix lr=0.001``.
+    """
+    memory_settings = {setting_text(f.key, f.default).partition("=")[0]
+                       for f in config_fields() if f.section == "memory"}
     pairs = []
-    for algo in sorted(algos):
+    for label in sorted(algos):
+        algo, *settings = label.split(" ")
         kind, sep, base = algo.partition("-")
+        base = " ".join([base, *(s for s in settings if s.partition("=")[0] not in memory_settings)])
         if sep and kind in MEMORY_KINDS and base in algos:
-            pairs.append((algo, base))
+            pairs.append((label, base))
     return pairs
 
 

@@ -9,6 +9,8 @@ metric from its ``metrics.csv``. A run that never trained to step t has no value
   none (t between an evaluation and the next scheduled point), the last one before t. Curves use the
   scheduled points: each evaluation at floor(step / test_interval) x test_interval;
 - any other metric at t is its last row at or before t.
+Runs are grouped by env and label (``rundir.run_labels``: the algorithm id and the settings off the paper's
+defaults that differ among the runs, ``sem-qmix lam=0.3``), so a study that varies a setting never pools its values.
 Curves show, per algorithm, the median across seeds and the 25-75 % band, up to the step every seed
 reached (a curve never mixes seeds that stopped early with the others: it is cut, with a warning and
 a note in its legend); tables average over seeds, then give the mean and the median across
@@ -27,7 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from semzoo.run.rundir import CONFIG_FILE, METRICS_FILE, load_run_config, read_metrics
+from semzoo.config import TrainConfig
+from semzoo.run.rundir import CONFIG_FILE, METRICS_FILE, load_run_config, read_metrics, run_labels
 
 TARGET_METRICS = {"target_y": "y", "target_e": "E", "q_tot": "Q_tot"}
 """Metric name -> label of the targets figure (paper: y, E and Q_tot over training)."""
@@ -59,11 +62,14 @@ class RunSeries:
     run_dir: Path
     env: str
     algo: str
+    """The run's label: its algorithm id, and in ``load_runs`` the settings that set it apart from the other runs
+    (``rundir.run_labels``: ``sem-qmix lam=0.3``), so runs of two settings are never pooled."""
     seed: int
     last_step: int
     metrics: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     test_interval: int | None = None
     """The run's ``test_interval``: evaluations are read at the step they were scheduled for (module docstring)."""
+    config: TrainConfig | None = None
 
     def value_at(self, name: str, step: int) -> float:
         """The metric at ``step`` (module docstring); NaN if the run did not train to ``step`` or has none."""
@@ -118,6 +124,9 @@ def load_runs(root: str | Path) -> list[RunSeries]:
             warnings.warn(f"skipping {run_dir}: {reason}", SkippedRunWarning, stacklevel=2)
     if not runs:
         raise ValueError(f"no runs under {root}: expected run directories holding {CONFIG_FILE} and {METRICS_FILE}")
+    labelled = [r for r in runs if r.config is not None]
+    for run, label in zip(labelled, run_labels([r.config for r in labelled if r.config is not None]), strict=True):
+        run.algo = label
     return runs
 
 
@@ -134,7 +143,7 @@ def load_run(run_dir: Path) -> RunSeries:
         metrics[name] = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.float64))
     last = max((r["env_steps"] for r in rows), default=0)
     return RunSeries(run_dir=run_dir, env=config.env, algo=config.algo, seed=config.seed, last_step=last,
-                     metrics=metrics, test_interval=config.test_interval)
+                     metrics=metrics, test_interval=config.test_interval, config=config)
 
 
 def check_metric(runs: Sequence[RunSeries], metric: str) -> None:

@@ -2,7 +2,7 @@
 
     <run_dir>/config.json     the resolved TrainConfig (``TrainConfig.to_dict``)
     <run_dir>/metrics.csv     long format: env_steps, episodes, updates, wall_time, name, value
-    <run_dir>/checkpoints/    the last two checkpoints (``semzoo.run.checkpoint``)
+    <run_dir>/checkpoints/    the last ``keep_checkpoints`` checkpoints (``semzoo.run.checkpoint``)
     <run_dir>/best.ckpt       the agent of the best test evaluation so far: agent parameters, its env step,
                               score and metric (a checkpoint file, no replay buffer; ``write_best``)
     <run_dir>/absolute.json   the best agent re-evaluated on 10x the test episodes (``absolute_metric``)
@@ -19,7 +19,7 @@ import csv
 import errno
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -228,10 +228,71 @@ def write_final(run_dir: Path, final: dict[str, Any]) -> None:
     write_atomic(run_dir / FINAL_FILE, json.dumps(final, indent=2).encode())
 
 
-def default_run_name(config: TrainConfig) -> str:
-    """<env>_<algo>_seed<seed>, with characters unsafe in a folder name replaced by _."""
+def default_run_name(config: TrainConfig, variant: Sequence[str] = ()) -> str:
+    """<env>_<algo>_seed<seed>, with characters unsafe in a folder name replaced by _; a sweep's grid puts the
+    settings it varies (``setting_text``, those off the defaults) before the seed: ``smax_2s3z_sem-qmix_lam=0.3_seed0``."""
     safe_env = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in config.env)
-    return f"{safe_env}_{config.algo}_seed{config.seed}"
+    return "_".join([safe_env, config.algo, *variant, f"seed{config.seed}"])
+
+
+def _setting_names() -> dict[str, str]:
+    """Config key -> the name a label shows: the field's own name, or its key where two sections share it."""
+    from semzoo.config import config_fields
+
+    fields = [f for f in config_fields() if f.section is not None]
+    counts: dict[str, int] = {}
+    for f in fields:
+        counts[f.name] = counts.get(f.name, 0) + 1
+    return {f.key: f.name if counts[f.name] == 1 else f.key for f in fields}
+
+
+def setting_text(key: str, value: Any) -> str:
+    """``name=value`` of one config setting as labels and run names show it (``lam=0.3``, ``miss_rule=zero``)."""
+    shown = f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else json.dumps(value)
+    return f"{_setting_names().get(key, key)}={shown.strip(chr(34))}"
+
+
+def run_variant(config: TrainConfig) -> dict[str, Any]:
+    """The run's section settings (agent, mixer, memory, learner, exploration) that differ from the defaults, key
+    -> value in the config's order; memory settings only for an algorithm with episodic memory."""
+    from semzoo.config import config_fields
+
+    has_memory = _has_memory(config)
+    data = config.to_dict()
+    out = {}
+    for f in config_fields():
+        if f.section is None or (f.section == "memory" and not has_memory):
+            continue
+        value = data[f.section][f.name]
+        if value != f.default:
+            out[f.key] = value
+    return out
+
+
+def run_labels(configs: Sequence[TrainConfig]) -> list[str]:
+    """What a report calls each run's method: its algorithm id, then its settings off the defaults that are not
+    the same in every run (``setting_text``): ``sem-qmix lam=0.3`` in a lambda sweep, where lambda 0.1's runs
+    stay ``sem-qmix``. A setting all the runs share (a study's smaller batch) names nothing apart, so it is left
+    out; memory settings count among the runs with episodic memory only. Two settings are never pooled.
+    """
+    from semzoo.config import config_fields
+
+    variants = [run_variant(c) for c in configs]
+    defaults = {f.key: f.default for f in config_fields()}
+    values: dict[str, set[str]] = {}
+    for config, variant in zip(configs, variants, strict=True):
+        applies = [k for k in defaults if "." in k and (not k.startswith("memory.") or _has_memory(config))]
+        for key in applies:
+            values.setdefault(key, set()).add(json.dumps(variant.get(key, defaults[key]), sort_keys=True))
+    varying = {key for key, seen in values.items() if len(seen) > 1}
+    return [" ".join([c.algo, *(setting_text(k, v) for k, v in variant.items() if k in varying)])
+            for c, variant in zip(configs, variants, strict=True)]
+
+
+def _has_memory(config: TrainConfig) -> bool:
+    from semzoo.algos import NO_MEMORY, parse_algorithm
+
+    return parse_algorithm(config.algo).memory != NO_MEMORY
 
 
 def new_run_dir(config: TrainConfig) -> Path:

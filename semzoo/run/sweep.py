@@ -17,17 +17,19 @@ continues the others together: those with a run directory from their checkpoints
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from semzoo.algos import NO_MEMORY, parse_algorithm
 from semzoo.config import SECTIONS, TrainConfig, config_fields
 from semzoo.run.multi import MultiTrainer, group_config
-from semzoo.run.rundir import CONFIG_FILE, default_run_name, run_finished
+from semzoo.run.rundir import CONFIG_FILE, default_run_name, run_finished, setting_text
 from semzoo.run.trainer import Trainer
 
 GRID_KEYS = {"env": "use --envs", "algo": "use --algos", "seed": "use --seeds", "steps": "use --steps",
@@ -95,22 +97,83 @@ def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str
 
 
 def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[int], steps: int, out: str | Path,
-                overrides: dict[str, Any] | None = None) -> list[Trial]:
-    """The grid as validated configs, env-major; ValueError on a bad env/algo/override before anything runs."""
+                overrides: dict[str, Any] | None = None,
+                grid: Mapping[str, Sequence[Any]] | None = None) -> list[Trial]:
+    """The grid as validated configs, env-major; ValueError on a bad env/algo/override before anything runs.
+
+    ``grid`` adds axes: each combination of its values (``{"memory.lam": [0, 0.1, 0.3]}``) is a cell of every
+    (env, algo). A trial is named ``<env>_<algo>[_<setting>...]_seed<seed>`` with the grid settings that differ
+    from the defaults (``smax_2s3z_sem-qmix_lam=0.3_seed0``), so the default value's trials are the plain
+    sweep's runs. Memory axes leave algorithms without episodic memory at one cell.
+    """
     if not envs or not algos or not seeds:
         raise ValueError(f"envs={list(envs)}, algos={list(algos)}, seeds={list(seeds)}: expected at least one of each")
-    for key in GRID_KEYS.keys() & set(overrides or {}):
+    axes = dict(grid or {})
+    for key in GRID_KEYS.keys() & (set(overrides or {}) | set(axes)):
         raise ValueError(f"config key {key!r}: the sweep sets it per trial; {GRID_KEYS[key]}")
+    for key in set(overrides or {}) & set(axes):
+        raise ValueError(f"config key {key!r} is both an override and a grid axis: give it once")
+    for key, values in axes.items():
+        if not values:
+            raise ValueError(f"grid axis {key!r} has no values: expected KEY=V1,V2,... such as memory.lam=0,0.1,0.3")
     base = apply_overrides(TrainConfig().to_dict(), overrides or {})
-    trials = []
+    defaults = {f.key: f.default for f in config_fields()}
+    trials: list[Trial] = []
+    names: dict[str, TrainConfig] = {}
     for env in envs:
         for algo in algos:
-            for seed in seeds:
-                data = {**base, "env": env, "algo": algo, "seed": int(seed), "steps": steps, "out": str(out),
-                        "run_name": None}
-                config = TrainConfig.from_dict(data)
-                trials.append(Trial(dataclasses.replace(config, run_name=default_run_name(config))))
+            for cell in _cells(axes, algo):
+                for seed in seeds:
+                    data = {**apply_overrides(base, cell), "env": env, "algo": algo, "seed": int(seed),
+                            "steps": steps, "out": str(out), "run_name": None}
+                    config = TrainConfig.from_dict(data)
+                    resolved = config.to_dict()
+                    variant = [setting_text(key, _value(resolved, key)) for key in cell
+                               if _value(resolved, key) != defaults[key]]
+                    config = dataclasses.replace(config, run_name=default_run_name(config, variant))
+                    assert config.run_name is not None
+                    if config.run_name in names:
+                        if names[config.run_name] == config:
+                            continue
+                        raise ValueError(f"two trials would share the run directory {config.run_name}: give "
+                                         "each grid axis distinct values")
+                    names[config.run_name] = config
+                    trials.append(Trial(config))
     return trials
+
+
+def parse_grid(items: Sequence[str], flag: str = "--grid") -> dict[str, list[Any]]:
+    """``["memory.lam=0,0.1,0.3"]`` -> ``{"memory.lam": [0, 0.1, 0.3]}``: comma-separated scalar values, each read
+    as JSON (a bare word stays a string); ValueError naming the item when it is not KEY=V1,V2,..."""
+    axes: dict[str, list[Any]] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        values = [v.strip() for v in raw.split(",")] if sep else []
+        if not key or not values or not all(values):
+            raise ValueError(f"{flag} {item!r}: expected KEY=V1,V2,... such as {flag} memory.lam=0,0.1,0.3")
+        if key in axes:
+            raise ValueError(f"{flag} {key}: given twice; list all its values in one {flag} {key}=V1,V2,...")
+        axes[key] = [_json_or_text(v) for v in values]
+    return axes
+
+
+def _json_or_text(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def _cells(axes: Mapping[str, Sequence[Any]], algo: str) -> list[dict[str, Any]]:
+    """Every combination of the grid's values as overrides; memory axes only for an algorithm with memory."""
+    if parse_algorithm(algo).memory == NO_MEMORY:
+        axes = {key: values for key, values in axes.items() if not key.startswith("memory.")}
+    return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
+
+
+def _value(data: dict[str, Any], key: str) -> Any:
+    section, _, name = key.rpartition(".")
+    return data[section][name] if section else data[name]
 
 
 def _group_key(config: TrainConfig) -> str:
@@ -278,5 +341,5 @@ def _connect(ray: Any, address: str) -> None:
                          "leave out --address to run on an embedded local Ray") from None
 
 
-__all__ = ["PackedTrial", "SweepReport", "Trial", "apply_overrides", "pack_seeds", "plan_trials", "run_packed_trial",
+__all__ = ["PackedTrial", "SweepReport", "Trial", "apply_overrides", "pack_seeds", "parse_grid", "plan_trials", "run_packed_trial",
            "run_sweep", "run_trial"]

@@ -1,0 +1,153 @@
+"""Runs that vary a setting (the paper's lambda sweep): their labels, their names in a sweep's grid, and a
+report that keeps each setting apart and pairs every memory variant with its base algorithm.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from semzoo.cli import app
+from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
+from semzoo.run.protocol import memory_pairs
+from semzoo.run.report import load_runs, score_table
+from semzoo.run.rundir import METRIC_FIELDS, default_run_name, run_labels, run_variant
+from semzoo.run.sweep import parse_grid, plan_trials
+
+LAMS = [0, 0.05, 0.1, 0.3, 0.5, 1]
+
+
+def test_a_run_at_the_paper_defaults_is_labelled_by_its_algorithm_alone():
+    assert run_labels([TrainConfig(), TrainConfig(algo="qmix")]) == ["sem-qmix", "qmix"]
+    assert run_variant(TrainConfig(algo="qmix")) == {}
+
+
+def test_settings_that_differ_among_the_runs_join_their_labels_in_config_order():
+    configs = [TrainConfig(), TrainConfig(memory=MemoryConfig(lam=0.3, miss_rule="zero"), learner=LearnerConfig(lr=1e-3)),
+               TrainConfig(memory=MemoryConfig(lam=0)), TrainConfig(memory=MemoryConfig(lam=1))]
+    assert run_labels(configs) == ["sem-qmix", "sem-qmix lam=0.3 miss_rule=zero lr=0.001", "sem-qmix lam=0",
+                                   "sem-qmix lam=1"]
+
+
+def test_a_setting_every_run_shares_names_nothing_apart():
+    small = LearnerConfig(batch_size=8)
+    configs = [TrainConfig(algo="qmix", learner=small), TrainConfig(learner=small),
+               TrainConfig(learner=small, memory=MemoryConfig(lam=0.5))]
+    assert run_variant(configs[0]) == {"learner.batch_size": 8}
+    assert run_labels(configs) == ["qmix", "sem-qmix", "sem-qmix lam=0.5"]
+
+
+def test_memory_settings_do_not_label_an_algorithm_without_memory():
+    configs = [TrainConfig(algo="qmix", memory=MemoryConfig(lam=0.3)), TrainConfig(algo="saem-vdn"),
+               TrainConfig(algo="saem-vdn", memory=MemoryConfig(lam=0.3))]
+    assert run_labels(configs) == ["qmix", "saem-vdn", "saem-vdn lam=0.3"]
+
+
+def test_a_grid_axis_names_its_runs_and_keeps_the_default_value_at_the_plain_name(tmp_path):
+    trials = plan_trials(envs=["smax:2s3z"], algos=["qmix", "sem-qmix"], seeds=[0, 1], steps=1000, out=tmp_path,
+                         grid={"memory.lam": LAMS})
+    names = [t.name for t in trials]
+    assert names[:2] == ["smax_2s3z_qmix_seed0", "smax_2s3z_qmix_seed1"]  # one cell: qmix has no memory
+    assert [n for n in names if n.endswith("seed0")][1:] == [
+        "smax_2s3z_sem-qmix_lam=0_seed0", "smax_2s3z_sem-qmix_lam=0.05_seed0", "smax_2s3z_sem-qmix_seed0",
+        "smax_2s3z_sem-qmix_lam=0.3_seed0", "smax_2s3z_sem-qmix_lam=0.5_seed0", "smax_2s3z_sem-qmix_lam=1_seed0"]
+    assert len(trials) == 2 + 2 * len(LAMS)
+    lam_of = {t.name: t.config.memory.lam for t in trials}
+    assert lam_of["smax_2s3z_sem-qmix_lam=0.3_seed1"] == 0.3 and lam_of["smax_2s3z_sem-qmix_seed1"] == 0.1
+    plain = plan_trials(envs=["smax:2s3z"], algos=["sem-qmix"], seeds=[0], steps=1000, out=tmp_path)
+    assert plain[0].name == default_run_name(plain[0].config) == "smax_2s3z_sem-qmix_seed0"
+
+
+def test_two_axes_make_their_product(tmp_path):
+    trials = plan_trials(envs=["matrix:climbing"], algos=["sem-vdn"], seeds=[0], steps=100, out=tmp_path,
+                         grid={"memory.lam": [0.1, 0.5], "learner.lr": [5e-4, 1e-3]})
+    assert [t.name for t in trials] == [
+        "matrix_climbing_sem-vdn_seed0", "matrix_climbing_sem-vdn_lr=0.001_seed0",
+        "matrix_climbing_sem-vdn_lam=0.5_seed0", "matrix_climbing_sem-vdn_lam=0.5_lr=0.001_seed0"]
+
+
+@pytest.mark.parametrize(("grid", "overrides", "message"), [
+    ({"memory.nope": [1]}, {}, "config key 'memory.nope'"),
+    ({"seed": [1, 2]}, {}, "use --seeds"),
+    ({"memory.lam": []}, {}, "has no values"),
+    ({"memory.lam": [0.3]}, {"memory.lam": 0.5}, "both an override and a grid axis"),
+    ({"memory.lam": [-1.0]}, {}, "lam"),
+])
+def test_a_bad_grid_is_refused_before_anything_runs(tmp_path, grid, overrides, message):
+    with pytest.raises(ValueError, match=message):
+        plan_trials(envs=["matrix:climbing"], algos=["sem-vdn"], seeds=[0], steps=100, out=tmp_path,
+                    overrides=overrides, grid=grid)
+
+
+def test_parse_grid_reads_json_values_and_bare_words():
+    assert parse_grid(["memory.lam=0,0.05,1", "memory.miss_rule=zero,target"]) == {
+        "memory.lam": [0, 0.05, 1], "memory.miss_rule": ["zero", "target"]}
+    for bad in ["memory.lam", "memory.lam=", "=1,2", "memory.lam=1,,2"]:
+        with pytest.raises(ValueError, match="expected KEY=V1,V2"):
+            parse_grid([bad])
+    with pytest.raises(ValueError, match="given twice"):
+        parse_grid(["memory.lam=0", "memory.lam=1"])
+
+
+def test_cli_sweep_refuses_a_malformed_grid_with_a_usage_error(tmp_path):
+    out = CliRunner().invoke(app, ["sweep", "--envs", "matrix:climbing", "--algos", "sem-vdn", "--steps", "100",
+                                   "--out", str(tmp_path), "--grid", "memory.lam"])
+    assert out.exit_code == 2 and "expected KEY=V1,V2" in out.output and "Traceback" not in out.output
+
+
+def test_memory_pairs_pair_each_variant_with_its_base():
+    labels = ["qmix", "sem-qmix", "sem-qmix lam=0.3", "sem-qmix lam=0", "qmix lr=0.001", "sem-qmix lr=0.001",
+              "saem-vdn lam=0.5"]
+    assert memory_pairs(labels) == [("sem-qmix", "qmix"), ("sem-qmix lam=0", "qmix"), ("sem-qmix lam=0.3", "qmix"),
+                                    ("sem-qmix lr=0.001", "qmix lr=0.001")]
+
+
+def write_run(root, trial, win_rate: float) -> None:
+    run_dir = trial.run_dir
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps(trial.config.to_dict()))
+    with (run_dir / "metrics.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(METRIC_FIELDS)
+        writer.writerow([1000, 10, 10, 0.1, "test_win_rate", win_rate])
+
+
+def test_the_report_keeps_each_lambda_apart(tmp_path):
+    trials = plan_trials(envs=["smax:2s3z"], algos=["qmix", "sem-qmix"], seeds=[0, 1], steps=1000, out=tmp_path,
+                         grid={"memory.lam": [0.1, 0.5]})
+    for trial in trials:
+        lam = trial.config.memory.lam if trial.config.algo == "sem-qmix" else 0.0
+        write_run(tmp_path, trial, win_rate=lam + trial.config.seed / 10)
+    rows = {(r.algo, r.env): r for r in score_table(load_runs(tmp_path), [1000], "test_win_rate")}
+    assert rows[("qmix", "smax:2s3z")].value == pytest.approx(0.05)
+    assert rows[("sem-qmix", "smax:2s3z")].value == pytest.approx(0.15)
+    assert rows[("sem-qmix lam=0.5", "smax:2s3z")].value == pytest.approx(0.55)
+    assert all(r.seeds == 2 for (_, env), r in rows.items() if env == "smax:2s3z")
+
+
+@pytest.mark.ray
+def test_a_cli_sweep_with_a_grid_trains_each_value_and_the_table_shows_them_apart(tmp_path):
+    pytest.importorskip("ray")
+    from conftest import NO_ACTOR_FLAGS  # noqa: F401  (the sweep's --set below pins the same loop)
+
+    out = tmp_path / "sweep"
+    sets = {"n_envs": 4, "test_interval": 40, "test_episodes": 4, "log_interval": 20, "save_interval": 0,
+            "learner.batch_size": 8, "learner.buffer_size": 32, "memory.capacity": 1000,
+            "memory.pending_size": 20, "agent.hidden_dim": 8, "sequential": True}
+    args = ["sweep", "--envs", "matrix:climbing", "--algos", "vdn,sem-vdn", "--seeds", "1", "--steps", "80",
+            "--out", str(out), "--num-cpus", "2", "--grid", "memory.lam=0.1,0.5"]
+    for key, value in sets.items():
+        args += ["--set", f"{key}={json.dumps(value)}"]
+    runner = CliRunner()
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "3 trials in" in result.output
+    assert sorted(p.parent.name for p in out.glob("*/final.json")) == [
+        "matrix_climbing_sem-vdn_lam=0.5_seed0", "matrix_climbing_sem-vdn_seed0", "matrix_climbing_vdn_seed0"]
+    assert json.loads((out / "matrix_climbing_sem-vdn_lam=0.5_seed0" / "config.json").read_text())["memory"]["lam"] == 0.5
+    table = runner.invoke(app, ["table", str(out), "--at", "80", "--metric", "test_return_mean"])
+    assert table.exit_code == 0, table.output
+    assert "| sem-vdn lam=0.5 |" in table.output and "| sem-vdn |" in table.output and "| vdn |" in table.output
