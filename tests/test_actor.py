@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 from pathlib import Path
 
@@ -162,3 +163,20 @@ def test_an_actor_process_that_dies_while_starting_falls_back_to_the_thread(tmp_
     assert fallback.actor_startup_s is None
     run_with(config, tmp_path / "thread", in_process=False)
     assert metric_rows(tmp_path / "fallback") == metric_rows(tmp_path / "thread")
+
+
+def test_an_actor_process_dead_before_it_is_sent_its_config_falls_back_to_the_thread(tmp_path, monkeypatch):
+    """The child exiting before the parent writes to it (EPIPE on a loaded machine) is a start failure too."""
+    started = subprocess.Popen
+
+    def start_and_wait_for_exit(*args, **kwargs):
+        process = started(*args, **kwargs)
+        process.wait()
+        return process
+
+    monkeypatch.setattr("sys.executable", "/bin/false")
+    monkeypatch.setattr("semzoo.run.actor.subprocess.Popen", start_and_wait_for_exit)
+    config = golden_config("matrix:two_step", "qmix", tmp_path)
+    with pytest.warns(UserWarning, match=r"died \(exit code 1\).*collecting on a thread instead"):
+        fallback = run_with(config, tmp_path / "fallback", in_process=True)
+    assert fallback.actor_startup_s is None

@@ -83,7 +83,9 @@ class ActorProcess:
             child_sock.close()  # the parent's copy: the child's end then closes (EOF here) when the child dies
         self._process, self._conn = process, Connection(parent_sock.detach())
         try:
-            self._conn.send((self._config_dict, self._device, self._episode_limit))
+            # A child that died already (EPIPE here) is reported by the receive below, with its exit code.
+            with contextlib.suppress(OSError):
+                self._conn.send((self._config_dict, self._device, self._episode_limit))
             if not self._conn.poll(STARTUP_TIMEOUT_S):
                 raise ActorStartError(f"the actor process did not start within {STARTUP_TIMEOUT_S:.0f} s")
             try:
