@@ -103,3 +103,20 @@ def test_smax_evaluation_reports_a_win_rate():
         assert result.episodes == 2 and result.win_rate in (0.0, 0.5, 1.0)
     finally:
         trainer.close()
+
+
+@pytest.mark.parametrize("sequential", [True, False], ids=["sequential", "overlapped"])
+def test_test_evaluations_are_scheduled_at_multiples_of_test_interval_without_drift(tmp_path, sequential):
+    """6 env steps per iteration (3 envs x 2-step episodes), tests every 10: due at 10, 20, 30, ... and taken at
+    the first iteration at or past each (12, 24, 30, 42, 54, 60, ...); a schedule that counted from the last
+    test would slide to 12, 24, 36, 48, ... and take 8 tests where 10 were due."""
+    from semzoo.run.rundir import read_metrics
+
+    config = TrainConfig(env="matrix:two_step", algo="qmix", steps=96, n_envs=3, test_interval=10, test_episodes=2,
+                         log_interval=1000, save_interval=0, sequential=sequential, out=str(tmp_path),
+                         run_name="run", agent=AgentConfig(hidden_dim=8), learner=LearnerConfig(batch_size=4))
+    run_dir, _ = train(config, progress=False, tensorboard=False)
+    steps = [r["env_steps"] for r in read_metrics(run_dir) if r["name"] == "test_return_mean"]
+    due = [-(-k * 10 // 6) * 6 for k in range(1, 10)]  # the first multiple of 6 at or past each multiple of 10
+    assert due == [12, 24, 30, 42, 54, 60, 72, 84, 90]
+    assert steps == [*due, 96]  # and the closing evaluation at the end

@@ -4,7 +4,7 @@ Runs are found from the ``config.json`` files under a folder; each contributes o
 metric from its ``metrics.csv``. A run that never trained to step t has no value there. Otherwise:
 
 - a test metric (``test_*``) at t is the evaluation taken for t: the trainer evaluates at the first
-  iteration at or past each ``test_interval``, so the evaluation "at 50,000" sits at, say, 50,400.
+  iteration at or past each multiple of ``test_interval``, so the evaluation "at 50,000" sits at, say, 50,400.
   The value is the first evaluation from t up to the next multiple of test_interval; when there is
   none (t between an evaluation and the next scheduled point), the last one before t. Curves use the
   scheduled points: each evaluation at floor(step / test_interval) x test_interval;

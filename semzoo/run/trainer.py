@@ -9,6 +9,12 @@
         every `target_update_episodes` episodes: theta^- <- theta
         every interval: log, evaluate greedily, checkpoint                          (_housekeeping)
 
+Test evaluations are scheduled at the multiples of ``test_interval``: each is taken at the first iteration
+at or past its multiple (an iteration adds ``n_envs`` episodes), so the evaluation for 50,000 env steps sits
+at, say, 50,400, and never drifts later over a long run. (Before 0.3 each test came ``test_interval`` after
+the previous one, so on SMAX 2s3z they slid about 130 steps per evaluation: 6.5k by 0.5M, past one interval
+by about 0.75M; the report reads either kind by its schedule.)
+
 Acting overlaps learning (the default; ``config.sequential`` restores the loop above exactly): while the
 learner takes the updates owed for batch k, batch k+1 is collected by a copy of the agent, the "acting"
 agent, holding the parameters from before those updates. The collector is the actor process
@@ -451,8 +457,8 @@ class Trainer:
         if c.env_steps - c.last_log >= cfg.log_interval:
             self._log(self._train_metrics())
             c.last_log = c.env_steps
-        if c.env_steps - c.last_test >= cfg.test_interval:
-            self._test()
+        if c.env_steps >= (c.last_test // cfg.test_interval + 1) * cfg.test_interval:
+            self._test()  # at the first iteration at or past each multiple of test_interval: no drift
         if cfg.save_interval > 0 and c.env_steps - c.last_save >= cfg.save_interval:
             self.save_checkpoint()
         if self.progress is not None:
