@@ -151,3 +151,37 @@ def test_a_cli_sweep_with_a_grid_trains_each_value_and_the_table_shows_them_apar
     table = runner.invoke(app, ["table", str(out), "--at", "80", "--metric", "test_return_mean"])
     assert table.exit_code == 0, table.output
     assert "| sem-vdn lam=0.5 |" in table.output and "| sem-vdn |" in table.output and "| vdn |" in table.output
+
+
+def test_the_report_draws_and_tabulates_the_sensitivity_to_the_swept_setting(tmp_path):
+    pytest.importorskip("rliable")
+    from semzoo.run.protocol import report, sensitivities
+
+    root = tmp_path / "runs"
+    trials = plan_trials(envs=["smax:2s3z"], algos=["qmix", "sem-qmix"], seeds=range(4), steps=1000, out=root,
+                         grid={"memory.lam": [0, 0.1, 0.5]})
+    for trial in trials:  # seeds score lam + 0.1, + 0.2, + 0.3, + 0.4 (qmix: as lam 0): IQM = lam + 0.25
+        lam = trial.config.memory.lam if trial.config.algo == "sem-qmix" else 0.0
+        write_run(root, trial, win_rate=lam + (trial.config.seed + 1) / 10)
+    (found,) = sensitivities(load_runs(root))
+    assert (found.algo, found.key, found.name, found.base) == ("sem-qmix", "memory.lam", "lam", "qmix")
+    assert found.values == {"sem-qmix lam=0": 0.0, "sem-qmix": 0.1, "sem-qmix lam=0.5": 0.5}
+    done = report(root, [1000], reps=50, out=tmp_path / "report")
+    table = done.markdown.split("## Sensitivity of sem-qmix to lam")[1]
+    rows = [line for line in table.splitlines() if line.startswith("| smax:2s3z")]
+    assert [row.split("|")[2].strip() for row in rows] == ["0", "0.1", "0.5", "qmix (no memory)"]
+    assert [row.split("|")[3].split("[")[0].strip() for row in rows] == ["0.250", "0.350", "0.750", "0.250"]
+    figure = tmp_path / "report" / "sensitivity_sem-qmix_lam.png"
+    assert figure in done.files and figure.stat().st_size > 10_000
+
+
+def test_a_sensitivity_needs_exactly_one_setting_to_vary_within_an_algorithm(tmp_path):
+    from semzoo.run.protocol import sensitivities
+
+    trials = plan_trials(envs=["smax:2s3z"], algos=["qmix", "sem-qmix"], seeds=range(2), steps=1000, out=tmp_path,
+                         grid={"memory.lam": [0.1, 0.5], "learner.lr": [5e-4, 1e-3]})
+    for trial in trials:
+        write_run(tmp_path, trial, win_rate=0.5)
+    (found,) = sensitivities(load_runs(tmp_path))  # sem-qmix varies in lam and lr: none; qmix in lr alone
+    assert (found.algo, found.key, found.base) == ("qmix", "learner.lr", None)
+    assert found.values == {"qmix": 5e-4, "qmix lr=0.001": 1e-3}

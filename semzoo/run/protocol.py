@@ -47,7 +47,7 @@ from semzoo.run.report import (
     score_table,
     table_markdown,
 )
-from semzoo.run.rundir import ABSOLUTE_FILE, setting_text
+from semzoo.run.rundir import ABSOLUTE_FILE, run_variant, setting_text
 
 MARL_EVAL_FILE = "marl_eval.json"
 """The export for marl-eval: named for its reader, and unlike ``metrics.csv`` of a run directory."""
@@ -415,6 +415,99 @@ def plot_sample_efficiency(runs: Sequence[RunSeries], metric: str, path: str | P
     return _save(plt, fig, path)
 
 
+# ----- sensitivity to one setting (the paper's lambda figure) -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """The runs of one algorithm id that differ in one numeric setting: each label's value of it (the lambda
+    sweep: ``{"sem-qmix lam=0": 0.0, "sem-qmix": 0.1, ...}``), and the base algorithm when it is among the runs."""
+
+    algo: str
+    key: str
+    values: dict[str, float]
+    base: str | None
+
+    @property
+    def name(self) -> str:
+        """The setting as labels show it (``lam``)."""
+        return setting_text(self.key, 0).partition("=")[0]
+
+
+def sensitivities(runs: Sequence[RunSeries]) -> list[Sensitivity]:
+    """One ``Sensitivity`` per algorithm id whose runs (two labels or more) differ in exactly one numeric setting."""
+    labels: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        if run.config is not None:
+            labels.setdefault(run.config.algo, {})[run.algo] = run.config
+    defaults = {f.key: f.default for f in config_fields()}
+    present = {run.algo for run in runs}
+    out = []
+    for algo, configs in sorted(labels.items()):
+        variants = {label: run_variant(config) for label, config in configs.items()}
+        keys = dict.fromkeys(k for variant in variants.values() for k in variant)
+        varying = [k for k in keys if len({json.dumps(v.get(k, defaults[k])) for v in variants.values()}) > 1]
+        if len(configs) < 2 or len(varying) != 1:
+            continue
+        values = {label: v.get(varying[0], defaults[varying[0]]) for label, v in variants.items()}
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values.values()):
+            pairs = dict(memory_pairs(sorted(present)))
+            bases = {pairs[label] for label in values if label in pairs}
+            out.append(Sensitivity(algo=algo, key=varying[0], values={k: float(v) for k, v in values.items()},
+                                   base=bases.pop() if len(bases) == 1 else None))
+    return out
+
+
+def _sensitivity_table(sensitivity: Sensitivity, rows: Sequence[Aggregate], metric: str) -> str:
+    steps = list(dict.fromkeys(r.step for r in rows if r.algo in sensitivity.values and r.env != ALL_ENVS))
+    envs = list(dict.fromkeys(r.env for r in rows if r.algo in sensitivity.values and r.env != ALL_ENVS))
+    cell = {(r.env, r.algo, r.step): r for r in rows}
+    lines = [f"## Sensitivity of {sensitivity.algo} to {sensitivity.name}: IQM {metric} [95 % CI]", "",
+             f"| env | {sensitivity.name} | " + " | ".join(f"{s:,}" if isinstance(s, int) else str(s) for s in steps)
+             + " |", "|---|---:|" + "---|" * len(steps)]
+    for env in envs:
+        for label, value in sorted(sensitivity.values.items(), key=lambda item: item[1]):
+            cells = [cell[(env, label, s)].iqm.cell() if (env, label, s) in cell else "n/a" for s in steps]
+            lines.append(f"| {env} | {value:g} | " + " | ".join(cells) + " |")
+        if sensitivity.base is not None:
+            cells = [cell[(env, sensitivity.base, s)].iqm.cell() if (env, sensitivity.base, s) in cell else "n/a"
+                     for s in steps]
+            lines.append(f"| {env} | {sensitivity.base} (no memory) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def plot_sensitivity(sensitivity: Sensitivity, rows: Sequence[Aggregate], metric: str, path: str | Path) -> Path:
+    """One panel per step: per env the IQM (95 % CI bars) of the algorithm at each value of the setting, and the
+    base algorithm's IQM as a dashed line with its CI band."""
+    steps = list(dict.fromkeys(r.step for r in rows if r.algo in sensitivity.values and r.env != ALL_ENVS))
+    plt, fig, axes = _figure(len(steps))
+    envs = list(dict.fromkeys(r.env for r in rows if r.algo in sensitivity.values and r.env != ALL_ENVS))
+    colours = _colours(envs)
+    ordered = sorted(sensitivity.values.items(), key=lambda item: item[1])
+    for ax, step in zip(axes, steps):
+        cell = {(r.env, r.algo): r for r in rows if r.step == step}
+        for env in envs:
+            points = [(value, cell[(env, label)].iqm) for label, value in ordered if (env, label) in cell]
+            if not points:
+                continue
+            x = np.array([p[0] for p in points])
+            y = np.array([p[1].value for p in points])
+            err = np.array([[p[1].value - p[1].low for p in points], [p[1].high - p[1].value for p in points]])
+            ax.errorbar(x, y, yerr=err, marker="o", capsize=4, color=colours[env],
+                        label=f"{env} {sensitivity.algo} ({cell[(env, ordered[0][0])].seeds} seeds)"
+                        if (env, ordered[0][0]) in cell else f"{env} {sensitivity.algo}")
+            base = cell.get((env, sensitivity.base)) if sensitivity.base is not None else None
+            if base is not None:
+                ax.axhline(base.iqm.value, color=colours[env], linestyle="--", label=f"{env} {sensitivity.base}")
+                ax.axhspan(base.iqm.low, base.iqm.high, color=colours[env], alpha=0.1, linewidth=0)
+        ax.set_title(f"{sensitivity.algo} at {step:,} env steps" if isinstance(step, int) else str(step))
+        ax.set_xlabel(sensitivity.name)
+        ax.set_ylabel(f"IQM {metric} (95 % CI)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    return _save(plt, fig, path)
+
+
 # ----- marl-eval export --------------------------------------------------------------------------------------------
 
 
@@ -549,6 +642,13 @@ def report(root: str | Path, at: Sequence[int], metric: str = "test_win_rate", o
     sections += ["", "## The paper's scores across maps (mean over seeds)", "",
                  table_markdown(score_table(runs, at, metric), metric)]
 
+    figures = []
+    for sensitivity in sensitivities(runs):
+        sections += ["", _sensitivity_table(sensitivity, all_aggregates, metric)]
+        path = out / f"sensitivity_{sensitivity.algo}_{sensitivity.name}.png"
+        figures.append(plot_sensitivity(sensitivity, [r for r in all_aggregates if r.step != ABSOLUTE], metric, path))
+        sections += ["", f"![sensitivity of {sensitivity.algo} to {sensitivity.name}]({path.name})"]
+
     profile = plot_performance_profiles(runs, metric, at, out / PROFILE_FILE, reps)
     curves = plot_sample_efficiency(runs, metric, out / CURVES_FILE, reps)
     export = out / MARL_EVAL_FILE
@@ -561,7 +661,7 @@ def report(root: str | Path, at: Sequence[int], metric: str = "test_win_rate", o
     path = out / REPORT_FILE
     path.write_text(markdown)
     return Report(metric=metric, at=list(at), aggregates=all_aggregates, improvements=all_improvements,
-                  markdown=markdown, files=[path, profile, curves, export])
+                  markdown=markdown, files=[path, profile, curves, export, *figures])
 
 
 __all__ = [
@@ -570,6 +670,7 @@ __all__ = [
     "Estimate",
     "Improvement",
     "Report",
+    "Sensitivity",
     "aggregates",
     "bootstrap",
     "env_and_task",
@@ -579,5 +680,7 @@ __all__ = [
     "memory_pairs",
     "plot_performance_profiles",
     "plot_sample_efficiency",
+    "plot_sensitivity",
     "report",
+    "sensitivities",
 ]
