@@ -87,9 +87,9 @@ def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
 
 
 CLI_ONLY_OPTIONS = ("resume", "seeds", "tensorboard")
+"""Options of `train` that are not config fields (they say how to run, not what)."""
 RESUME_FLAGS = ("steps", "keep_checkpoints")
 """Config fields that ``train --resume`` takes from the command line (the rest come from the run's config.json)."""
-"""Options of `train` that are not config fields (they say how to run, not what)."""
 
 
 def option_flags(fields: Sequence[ConfigField]) -> dict[str, str]:
