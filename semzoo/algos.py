@@ -70,6 +70,11 @@ class AlgorithmId:
     def mixer(self) -> str:
         return self.algorithm.mixer
 
+    @property
+    def has_memory(self) -> bool:
+        """True for the sem-/saem- ids, which train with an episodic table."""
+        return self.memory != NO_MEMORY
+
 
 _TABLE: dict[str, Algorithm] = {}
 
@@ -145,7 +150,7 @@ def build(config: TrainConfig, env: VecCTDEEnv, device: torch.device) -> RunPart
     mixer = make_mixer(algo.mixer, n_agents=env.n_agents, state_dim=env.state_dim, n_actions=env.n_actions,
                        config=config.mixer).to(device)
     memory = None
-    if algo.memory != NO_MEMORY:
+    if algo.has_memory:
         m = config.memory
         memory = make_episodic_memory(algo.memory, state_dim=env.state_dim, n_agents=env.n_agents,
                                       proj_dim=m.proj_dim, capacity=m.capacity, pending_size=m.pending_size,

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from semzoo.algos import EPISODIC_KINDS
 from semzoo.config import config_fields
 from semzoo.run.report import (
     RunSeries,
@@ -47,7 +48,7 @@ from semzoo.run.report import (
     score_table,
     table_markdown,
 )
-from semzoo.run.rundir import ABSOLUTE_FILE, run_variant, setting_text
+from semzoo.run.rundir import ABSOLUTE_FILE, setting_name, varying_settings
 
 MARL_EVAL_FILE = "marl_eval.json"
 """The export for marl-eval: named for its reader, and unlike ``metrics.csv`` of a run directory."""
@@ -63,7 +64,6 @@ DEFAULT_REPS = 2000
 BOOTSTRAP_SEED = 0
 PROFILE_POINTS = 101
 """Thresholds tau of a performance profile, evenly spaced over the observed score range."""
-MEMORY_KINDS = ("sem", "saem")
 """Prefixes of memory variants (``semzoo.episodic.tables.KINDS``; not imported: that pulls torch)."""
 MARL_EVAL_METRICS = {"test_return_mean": "return", "test_win_rate": "win_rate"}
 """semzoo metric -> marl-eval metric name."""
@@ -228,14 +228,13 @@ def memory_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
     ``algos`` are run labels (``rundir.run_labels``): ``sem-qmix lam=0.3`` pairs with ``qmix``, its memory
     settings dropped, and ``sem-qmix lr=0.001`` with ``qmix lr=0.001``.
     """
-    memory_settings = {setting_text(f.key, f.default).partition("=")[0]
-                       for f in config_fields() if f.section == "memory"}
+    memory_settings = {setting_name(f.key) for f in config_fields() if f.section == "memory"}
     pairs = []
     for label in sorted(algos):
         algo, *settings = label.split(" ")
         kind, sep, base = algo.partition("-")
         base = " ".join([base, *(s for s in settings if s.partition("=")[0] not in memory_settings)])
-        if sep and kind in MEMORY_KINDS and base in algos:
+        if sep and kind in EPISODIC_KINDS and base in algos:
             pairs.append((label, base))
     return pairs
 
@@ -431,7 +430,7 @@ class Sensitivity:
     @property
     def name(self) -> str:
         """The setting as labels show it (``lam``)."""
-        return setting_text(self.key, 0).partition("=")[0]
+        return setting_name(self.key)
 
 
 def sensitivities(runs: Sequence[RunSeries]) -> list[Sensitivity]:
@@ -440,27 +439,30 @@ def sensitivities(runs: Sequence[RunSeries]) -> list[Sensitivity]:
     for run in runs:
         if run.config is not None:
             labels.setdefault(run.config.algo, {})[run.algo] = run.config
-    defaults = {f.key: f.default for f in config_fields()}
-    present = {run.algo for run in runs}
+    pairs = dict(memory_pairs(sorted({run.algo for run in runs})))
     out = []
     for algo, configs in sorted(labels.items()):
-        variants = {label: run_variant(config) for label, config in configs.items()}
-        keys = dict.fromkeys(k for variant in variants.values() for k in variant)
-        varying = [k for k in keys if len({json.dumps(v.get(k, defaults[k])) for v in variants.values()}) > 1]
+        varying = varying_settings(list(configs.values()))
         if len(configs) < 2 or len(varying) != 1:
             continue
-        values = {label: v.get(varying[0], defaults[varying[0]]) for label, v in variants.items()}
+        (key,) = varying
+        section, _, name = key.partition(".")
+        values = {label: getattr(getattr(config, section), name) for label, config in configs.items()}
         if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values.values()):
-            pairs = dict(memory_pairs(sorted(present)))
             bases = {pairs[label] for label in values if label in pairs}
-            out.append(Sensitivity(algo=algo, key=varying[0], values={k: float(v) for k, v in values.items()},
+            out.append(Sensitivity(algo=algo, key=key, values={k: float(v) for k, v in values.items()},
                                    base=bases.pop() if len(bases) == 1 else None))
     return out
 
 
+def _steps_and_envs(sensitivity: Sensitivity, rows: Sequence[Aggregate]) -> tuple[list[int | str], list[str]]:
+    """The steps and envs (not the across-env aggregate) at which ``rows`` hold the sensitivity's labels."""
+    mine = [r for r in rows if r.algo in sensitivity.values and r.env != ALL_ENVS]
+    return list(dict.fromkeys(r.step for r in mine)), list(dict.fromkeys(r.env for r in mine))
+
+
 def _sensitivity_table(sensitivity: Sensitivity, rows: Sequence[Aggregate], metric: str) -> str:
-    steps = list(dict.fromkeys(r.step for r in rows if r.algo in sensitivity.values and r.env != ALL_ENVS))
-    envs = list(dict.fromkeys(r.env for r in rows if r.algo in sensitivity.values and r.env != ALL_ENVS))
+    steps, envs = _steps_and_envs(sensitivity, rows)
     cell = {(r.env, r.algo, r.step): r for r in rows}
     lines = [f"## Sensitivity of {sensitivity.algo} to {sensitivity.name}: IQM {metric} [95 % CI]", "",
              f"| env | {sensitivity.name} | " + " | ".join(f"{s:,}" if isinstance(s, int) else str(s) for s in steps)
@@ -479,9 +481,8 @@ def _sensitivity_table(sensitivity: Sensitivity, rows: Sequence[Aggregate], metr
 def plot_sensitivity(sensitivity: Sensitivity, rows: Sequence[Aggregate], metric: str, path: str | Path) -> Path:
     """One panel per step: per env the IQM (95 % CI bars) of the algorithm at each value of the setting, and the
     base algorithm's IQM as a dashed line with its CI band."""
-    steps = list(dict.fromkeys(r.step for r in rows if r.algo in sensitivity.values and r.env != ALL_ENVS))
+    steps, envs = _steps_and_envs(sensitivity, rows)
     plt, fig, axes = _figure(len(steps))
-    envs = list(dict.fromkeys(r.env for r in rows if r.algo in sensitivity.values and r.env != ALL_ENVS))
     colours = _colours(envs)
     ordered = sorted(sensitivity.values.items(), key=lambda item: item[1])
     for ax, step in zip(axes, steps):

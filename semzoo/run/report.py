@@ -124,8 +124,8 @@ def load_runs(root: str | Path) -> list[RunSeries]:
             warnings.warn(f"skipping {run_dir}: {reason}", SkippedRunWarning, stacklevel=2)
     if not runs:
         raise ValueError(f"no runs under {root}: expected run directories holding {CONFIG_FILE} and {METRICS_FILE}")
-    labelled = [r for r in runs if r.config is not None]
-    for run, label in zip(labelled, run_labels([r.config for r in labelled if r.config is not None]), strict=True):
+    labelled = [(run, run.config) for run in runs if run.config is not None]
+    for (run, _), label in zip(labelled, run_labels([config for _, config in labelled]), strict=True):
         run.algo = label
     return runs
 

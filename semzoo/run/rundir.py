@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import functools
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -235,6 +236,7 @@ def default_run_name(config: TrainConfig, variant: Sequence[str] = ()) -> str:
     return "_".join([safe_env, config.algo, *variant, f"seed{config.seed}"])
 
 
+@functools.cache
 def _setting_names() -> dict[str, str]:
     """Config key -> the name a label shows: the field's own name, or its key where two sections share it."""
     from semzoo.config import config_fields
@@ -246,18 +248,24 @@ def _setting_names() -> dict[str, str]:
     return {f.key: f.name if counts[f.name] == 1 else f.key for f in fields}
 
 
+def setting_name(key: str) -> str:
+    """The name labels and run names give a config key (``memory.lam`` -> ``lam``)."""
+    return _setting_names().get(key, key)
+
+
 def setting_text(key: str, value: Any) -> str:
     """``name=value`` of one config setting as labels and run names show it (``lam=0.3``, ``miss_rule=zero``)."""
     shown = f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else json.dumps(value)
-    return f"{_setting_names().get(key, key)}={shown.strip(chr(34))}"
+    return f"{setting_name(key)}={shown.strip(chr(34))}"
 
 
 def run_variant(config: TrainConfig) -> dict[str, Any]:
     """The run's section settings (agent, mixer, memory, learner, exploration) that differ from the defaults, key
     -> value in the config's order; memory settings only for an algorithm with episodic memory."""
+    from semzoo.algos import parse_algorithm
     from semzoo.config import config_fields
 
-    has_memory = _has_memory(config)
+    has_memory = parse_algorithm(config.algo).has_memory
     data = config.to_dict()
     out = {}
     for f in config_fields():
@@ -269,30 +277,36 @@ def run_variant(config: TrainConfig) -> dict[str, Any]:
     return out
 
 
-def run_labels(configs: Sequence[TrainConfig]) -> list[str]:
-    """What a report calls each run's method: its algorithm id, then its settings off the defaults that are not
-    the same in every run (``setting_text``): ``sem-qmix lam=0.3`` in a lambda sweep, where lambda 0.1's runs
-    stay ``sem-qmix``. A setting all the runs share (a study's smaller batch) names nothing apart, so it is left
-    out; memory settings count among the runs with episodic memory only. Two settings are never pooled.
-    """
+def varying_settings(configs: Sequence[TrainConfig]) -> list[str]:
+    """The keys of the section settings (``run_variant``) whose value is not the same in every config, a default
+    counting as its value, in the config's order; a memory setting among the configs with episodic memory only."""
+    return _varying(configs, [run_variant(c) for c in configs])
+
+
+def _varying(configs: Sequence[TrainConfig], variants: Sequence[dict[str, Any]]) -> list[str]:
+    from semzoo.algos import parse_algorithm
     from semzoo.config import config_fields
 
-    variants = [run_variant(c) for c in configs]
     defaults = {f.key: f.default for f in config_fields()}
-    values: dict[str, set[str]] = {}
-    for config, variant in zip(configs, variants, strict=True):
-        applies = [k for k in defaults if "." in k and (not k.startswith("memory.") or _has_memory(config))]
-        for key in applies:
-            values.setdefault(key, set()).add(json.dumps(variant.get(key, defaults[key]), sort_keys=True))
-    varying = {key for key, seen in values.items() if len(seen) > 1}
+    with_memory = [parse_algorithm(c.algo).has_memory for c in configs]
+    keys = dict.fromkeys(key for variant in variants for key in variant)
+    return [key for key in keys
+            if len({json.dumps(v.get(key, defaults[key]), sort_keys=True)
+                    for v, memory in zip(variants, with_memory, strict=True)
+                    if memory or not key.startswith("memory.")}) > 1]
+
+
+def run_labels(configs: Sequence[TrainConfig]) -> list[str]:
+    """What a report calls each run's method: its algorithm id, then its settings off the defaults that are not
+    the same in every run (``varying_settings``, shown by ``setting_text``): ``sem-qmix lam=0.3`` in a lambda
+    sweep, where lambda 0.1's runs stay ``sem-qmix``. A setting all the runs share (a study's smaller batch) names
+    nothing apart, so it is left out; memory settings count among the runs with episodic memory only. Two
+    settings are never pooled.
+    """
+    variants = [run_variant(c) for c in configs]
+    varying = set(_varying(configs, variants))
     return [" ".join([c.algo, *(setting_text(k, v) for k, v in variant.items() if k in varying)])
             for c, variant in zip(configs, variants, strict=True)]
-
-
-def _has_memory(config: TrainConfig) -> bool:
-    from semzoo.algos import NO_MEMORY, parse_algorithm
-
-    return parse_algorithm(config.algo).memory != NO_MEMORY
 
 
 def new_run_dir(config: TrainConfig) -> Path:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from semzoo.algos import NO_MEMORY, parse_algorithm
+from semzoo.algos import parse_algorithm
 from semzoo.config import SECTIONS, TrainConfig, config_fields
 from semzoo.run.multi import MultiTrainer, group_config
 from semzoo.run.rundir import CONFIG_FILE, default_run_name, run_finished, setting_text
@@ -128,8 +128,8 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
                             "steps": steps, "out": str(out), "run_name": None}
                     config = TrainConfig.from_dict(data)
                     resolved = config.to_dict()
-                    variant = [setting_text(key, _value(resolved, key)) for key in cell
-                               if _value(resolved, key) != defaults[key]]
+                    variant = [setting_text(key, value) for key in cell
+                               if (value := _value(resolved, key)) != defaults[key]]
                     config = dataclasses.replace(config, run_name=default_run_name(config, variant))
                     assert config.run_name is not None
                     if config.run_name in names:
@@ -166,7 +166,7 @@ def _json_or_text(raw: str) -> Any:
 
 def _cells(axes: Mapping[str, Sequence[Any]], algo: str) -> list[dict[str, Any]]:
     """Every combination of the grid's values as overrides; memory axes only for an algorithm with memory."""
-    if parse_algorithm(algo).memory == NO_MEMORY:
+    if not parse_algorithm(algo).has_memory:
         axes = {key: values for key, values in axes.items() if not key.startswith("memory.")}
     return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
 

@@ -200,8 +200,7 @@ class Trainer:
     @staticmethod
     def _memory_never_written(config: TrainConfig) -> bool:
         """True when the run has episodic memory whose pending set M cannot fill before the run ends."""
-        return (algos.parse_algorithm(config.algo).memory != algos.NO_MEMORY
-                and config.memory.pending_size > config.steps)
+        return algos.parse_algorithm(config.algo).has_memory and config.memory.pending_size > config.steps
 
     def _open_run_dir(self, *, resumed: bool, tensorboard: bool) -> None:
         assert self.run_dir is not None
