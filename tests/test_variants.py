@@ -8,6 +8,7 @@ import csv
 import json
 
 import pytest
+from conftest import NO_ACTOR
 from typer.testing import CliRunner
 
 from semzoo.cli import app
@@ -131,12 +132,10 @@ def test_the_report_keeps_each_lambda_apart(tmp_path):
 @pytest.mark.ray
 def test_a_cli_sweep_with_a_grid_trains_each_value_and_the_table_shows_them_apart(tmp_path):
     pytest.importorskip("ray")
-    from conftest import NO_ACTOR_FLAGS  # noqa: F401  (the sweep's --set below pins the same loop)
-
     out = tmp_path / "sweep"
     sets = {"n_envs": 4, "test_interval": 40, "test_episodes": 4, "log_interval": 20, "save_interval": 0,
             "learner.batch_size": 8, "learner.buffer_size": 32, "memory.capacity": 1000,
-            "memory.pending_size": 20, "agent.hidden_dim": 8, "sequential": True}
+            "memory.pending_size": 20, "agent.hidden_dim": 8, **NO_ACTOR}
     args = ["sweep", "--envs", "matrix:climbing", "--algos", "vdn,sem-vdn", "--seeds", "1", "--steps", "80",
             "--out", str(out), "--num-cpus", "2", "--grid", "memory.lam=0.1,0.5"]
     for key, value in sets.items():
