@@ -97,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     report = run_sweep(tasks, address=args.address, max_retries=args.max_retries, cpus_per_trial=args.cpus_per_trial,
                        num_cpus=args.num_cpus)
     print(f"finished now {len(report.finished)}, already finished {len(report.skipped)}, failed {len(report.failed)}")
+    if report.stopped_by is not None:  # checkpointed; the same command continues the study
+        print(f"stopped: {len(report.stopped)} runs unfinished; run the same command again to continue them")
+        return 128 + report.stopped_by
 
     out = Path(args.out)
     for path in plot_runs(out, metric=METRIC, out=out / "plots"):

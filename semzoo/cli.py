@@ -12,7 +12,8 @@ import sys
 import typing
 import warnings
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -42,6 +43,18 @@ def fail(message: str, code: int = DOMAIN_ERROR) -> NoReturn:
     """Print one line to stderr and exit with ``code``."""
     typer.echo(f"Error: {message}", err=True)
     raise typer.Exit(code)
+
+
+@contextmanager
+def _exit_when_stopped() -> Iterator[None]:
+    """A run stopped by SIGINT/SIGTERM (after its checkpoint): its one line, and the signal's exit status (130, 143)."""
+    from semzoo.run.stopping import RunStopped
+
+    try:
+        yield
+    except RunStopped as stop:
+        typer.echo(str(stop), err=True)
+        raise typer.Exit(stop.exit_code) from None
 
 
 def parse_env_args(pairs: list[str], flag: str = "--env-arg") -> dict[str, Any]:
@@ -206,14 +219,15 @@ def train(ctx: typer.Context, **options: Any) -> None:
         _train_group(config, seeds, options["tensorboard"])
         return
     progress = _Progress(config.steps)
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            run_dir, result = run_training(config, progress=progress, tensorboard=options["tensorboard"])
-    except (ValueError, TypeError) as err:
-        fail(_run_error(err, config.env_args))
-    finally:
-        progress.close()
+    with _exit_when_stopped():  # outside: the progress line is closed before the stop's line
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                run_dir, result = run_training(config, progress=progress, tensorboard=options["tensorboard"])
+        except (ValueError, TypeError) as err:
+            fail(_run_error(err, config.env_args))
+        finally:
+            progress.close()
     _echo_warnings(caught)
     _report(config, run_dir, result)
 
@@ -260,13 +274,14 @@ def _run_group(group: Any, caught: list[warnings.WarningMessage]) -> None:
     progress = _Progress(sum(t.config.steps for t in trainers), start=sum(t.counters.env_steps for t in trainers),
                          label=f"train x{len(trainers)}")
     group.progress = progress
-    try:
-        results = group.run()
-    except (ValueError, TypeError) as err:
-        fail(_run_error(err, trainers[0].config.env_args))
-    finally:
-        group.close()
-        progress.close()
+    with _exit_when_stopped():
+        try:
+            results = group.run()
+        except (ValueError, TypeError) as err:
+            fail(_run_error(err, trainers[0].config.env_args))
+        finally:
+            group.close()
+            progress.close()
     _echo_warnings(caught)
     for trainer, result in zip(trainers, results):
         _report(trainer.config, trainer.run_dir, result)
@@ -335,13 +350,14 @@ def _resume(run_dir: str, changes: dict[str, Any], tensorboard: bool) -> None:
         progress = _Progress(trainer.config.steps, start=trainer.counters.env_steps)
         trainer.progress = progress
         typer.echo(f"resuming {run_dir} at {trainer.counters.env_steps:,} env steps", err=True)
-        try:
-            result = trainer.run()
-        except (ValueError, TypeError) as err:
-            fail(_run_error(err, trainer.config.env_args))
-        finally:
-            trainer.close()
-            progress.close()
+        with _exit_when_stopped():
+            try:
+                result = trainer.run()
+            except (ValueError, TypeError) as err:
+                fail(_run_error(err, trainer.config.env_args))
+            finally:
+                trainer.close()
+                progress.close()
     _echo_warnings(caught)
     _report(trainer.config, Path(run_dir), result)
 
@@ -435,7 +451,9 @@ def sweep(
     except (ValueError, TypeError) as err:
         fail(str(err))
     typer.echo(f"{len(trials)} trials in {out}: {len(report.finished)} finished now, {len(report.skipped)} already "
-               f"finished, {len(report.failed)} failed")
+               f"finished, {len(report.failed)} failed" + (f", {len(report.stopped)} stopped" if report.stopped_by else ""))
+    if report.stopped_by is not None:
+        raise typer.Exit(128 + report.stopped_by)
     if not report.ok:
         fail(f"{len(report.failed)} trial(s) failed: {', '.join(report.failed)}; run the same command again to retry")
 

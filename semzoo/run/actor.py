@@ -156,7 +156,10 @@ class ActorProcess:
 
 def _child_main(fd: int) -> None:
     """The child: build envs and agent, say so, then answer requests until ``None`` or the parent goes away."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole process group: the parent decides
+    # Ctrl-C (and a scheduler's SIGTERM) reaches the whole process group: the parent decides, and its run
+    # checkpoints and stops (semzoo.run.stopping); the child returns when the parent closes the pipe or dies.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
     torch.set_num_threads(1)
     conn = Connection(fd)
     try:

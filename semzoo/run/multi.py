@@ -16,7 +16,8 @@ kernels, batches padded to a common length), within 1e-5 relative per update. K 
 with the config as given.
 
 Checkpoints are taken group-wide: when one run saves, every unfinished run saves at the same iteration,
-so ``MultiTrainer.resume`` of the whole group continues bit for bit. One run of a group resumed alone
+so ``MultiTrainer.resume`` of the whole group continues bit for bit; a stop signal (``semzoo.run.stopping``)
+checkpoints every unfinished run at the iteration it arrives in. One run of a group resumed alone
 continues as a single run, within float tolerance of what the group would have done.
 """
 
@@ -34,6 +35,7 @@ import numpy as np
 from semzoo.config import TrainConfig
 from semzoo.learners.stacked import StackedUpdate
 from semzoo.run.rundir import new_run_dir
+from semzoo.run.stopping import RunStopped, StopRequest, stop_on_signals
 from semzoo.run.trainer import Progress, Trainer
 
 RUN_FIELDS = ("seed", "run_name")
@@ -149,6 +151,10 @@ class MultiTrainer:
             if self.progress is not None:
                 trainer.progress = lambda info: self._report()
             return [trainer.run()]
+        with stop_on_signals() as request:
+            return self._train_group(request)
+
+    def _train_group(self, request: StopRequest) -> list[dict[str, float]]:
         clock = time.perf_counter()
         wall_at_start = {id(t): t.counters.wall_time for t in self.trainers}
         for t in self.trainers:
@@ -175,6 +181,9 @@ class MultiTrainer:
                     t._finish()
                     done[i] = True
             self._report()
+            if request.signum is not None and not all(done):  # every unfinished run checkpoints this iteration: exact group resume
+                going = [t for t, finished in zip(self.trainers, done) if not finished]
+                raise RunStopped(request.signum, [t.checkpoint_to_stop() for t in going])
         return [t._last_eval for t in self.trainers]
 
     def _learn(self, active: Sequence[Trainer]) -> None:

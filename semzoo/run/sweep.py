@@ -3,7 +3,9 @@
 Each trial trains in its own run directory ``<out>/<env>_<algo>_seed<seed>``. A trial that raises is
 retried (at most ``max_retries`` times) and continues from its last checkpoint. Trials whose run
 directory holds ``final.json`` for at least the requested steps are skipped, so an interrupted
-sweep continues when the same command is run again. On a cluster ``out`` must be a folder every
+sweep continues when the same command is run again. A SIGINT or SIGTERM to the sweep asks each running
+trial to checkpoint its current iteration and stop (``semzoo.run.stopping``), so nothing trained is lost;
+a second one stops at once. On a cluster ``out`` must be a folder every
 node sees (a shared filesystem).
 
 Packed (``pack_seeds``, ``semzoo sweep --pack-seeds``): the trials of one (env, algo) cell, which differ
@@ -16,11 +18,13 @@ continues the others together: those with a run directory from their checkpoints
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import json
 import logging
 import os
+import signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,11 +34,14 @@ from semzoo.algos import parse_algorithm
 from semzoo.config import SECTIONS, TrainConfig, config_fields
 from semzoo.run.multi import MultiTrainer, group_config
 from semzoo.run.rundir import CONFIG_FILE, default_run_name, run_finished, setting_text
+from semzoo.run.stopping import stop_on_signals
 from semzoo.run.trainer import Trainer
 
 GRID_KEYS = {"env": "use --envs", "algo": "use --algos", "seed": "use --seeds", "steps": "use --steps",
              "out": "use --out", "run_name": "each trial is named <env>_<algo>_seed<seed>"}
 """Config fields the grid sets for each trial, and how a sweep sets them instead of ``--set``."""
+STOP_POLL_S = 1.0
+"""How often the sweep's wait for its tasks looks for a stop signal (seconds)."""
 
 
 @dataclass(frozen=True)
@@ -65,11 +72,17 @@ class PackedTrial:
 
 @dataclass
 class SweepReport:
-    """What a sweep did: run names that finished now, were already finished, or failed (with the error)."""
+    """What a sweep did: run names that finished now, were already finished, or failed (with the error).
+
+    A sweep stopped by a signal (``stopped_by``) lists its unfinished runs in ``stopped``: each running one
+    checkpointed its last iteration, and re-running the sweep continues them all.
+    """
 
     finished: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+    stopped: list[str] = field(default_factory=list)
+    stopped_by: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -306,28 +319,56 @@ def run_sweep(trials: Sequence[Trial | PackedTrial], *, address: str | None = No
             else:
                 pending[single.remote(task.config.to_dict(), threads)] = (task,)
         echo(f"sweep: {n_runs} trials to run in {len(todo)} Ray tasks, {len(report.skipped)} already finished")
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                runs = pending.pop(ref)
-                try:
-                    ray.get(ref)
-                except Exception as err:
-                    cause = getattr(err, "cause", None) or err
-                    error = f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1]}"
-                    for trial in runs:  # a packed task may have finished some of its runs before it failed
-                        if run_finished(trial.run_dir, trial.config.steps):
-                            report.finished.append(trial.name)
-                        else:
-                            report.failed[trial.name] = error
-                            echo(f"sweep: {trial.name} failed after {max_retries} retries: {error}")
-                else:
-                    report.finished.extend(t.name for t in runs)
-                    echo(f"sweep: {', '.join(t.name for t in runs)} finished ({len(report.finished)}/{n_runs})")
+        with stop_on_signals() as request:
+            while pending and request.signum is None:
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=STOP_POLL_S)
+                for ref in done:
+                    _collect(ray, ref, pending.pop(ref), report, n_runs, max_retries, echo)
+            if request.signum is not None and pending:
+                _stop_tasks(ray, pending, request.signum, report, echo)
     finally:
         if started_here:
             ray.shutdown()
     return report
+
+
+def _collect(ray: Any, ref: Any, runs: tuple[Trial, ...], report: SweepReport, n_runs: int, max_retries: int,
+             echo: Callable[[str], None]) -> None:
+    """Record the outcome of the finished Ray task ``ref`` (its trials ``runs``) in ``report``."""
+    try:
+        ray.get(ref)
+    except Exception as err:
+        cause = getattr(err, "cause", None) or err
+        error = f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1]}"
+        for trial in runs:  # a packed task may have finished some of its runs before it failed
+            if run_finished(trial.run_dir, trial.config.steps):
+                report.finished.append(trial.name)
+            else:
+                report.failed[trial.name] = error
+                echo(f"sweep: {trial.name} failed after {max_retries} retries: {error}")
+    else:
+        report.finished.extend(t.name for t in runs)
+        echo(f"sweep: {', '.join(t.name for t in runs)} finished ({len(report.finished)}/{n_runs})")
+
+
+def _stop_tasks(ray: Any, pending: dict[Any, tuple[Trial, ...]], signum: int, report: SweepReport,
+                echo: Callable[[str], None]) -> None:
+    """Stop the sweep on signal ``signum``: each running task checkpoints its iteration and stops, queued ones never start.
+
+    ``ray.cancel`` (not forced) interrupts a running task's main thread as a SIGINT would, which its run
+    takes as a stop request (``semzoo.run.stopping``); a second signal here stops at once.
+    """
+    echo(f"sweep: {signal.Signals(signum).name}: the running trials checkpoint their current iteration and stop "
+         "(send it again to stop at once)")
+    for ref in pending:
+        ray.cancel(ref, force=False)
+    for ref, runs in pending.items():
+        with contextlib.suppress(Exception):  # a cancelled task raises TaskCancelledError or the RunStopped
+            ray.get(ref)
+        for trial in runs:
+            (report.finished if run_finished(trial.run_dir, trial.config.steps) else report.stopped).append(trial.name)
+    report.stopped_by = signum
+    echo(f"sweep: stopped with {len(report.stopped)} runs unfinished: run the same command again to continue them")
 
 
 def _connect(ray: Any, address: str) -> None:

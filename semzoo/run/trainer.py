@@ -81,6 +81,7 @@ from semzoo.run.rundir import (
     write_final,
 )
 from semzoo.run.runner import EpisodeRunner, RolloutStats
+from semzoo.run.stopping import RunStopped, StopRequest, stop_on_signals
 from semzoo.types import EpisodeBatch
 
 BYTES_PER_MB = 1e6
@@ -193,6 +194,7 @@ class Trainer:
         self._window_clock = time.perf_counter()
         self._window_steps = 0
         self._saved_at: int | None = None
+        self._stop_request: StopRequest | None = None  # set while run() drives the loop (semzoo.run.stopping)
         if checkpoint is not None:
             self.load_state_dict(checkpoint)
             self._saved_at = self.counters.env_steps
@@ -262,7 +264,19 @@ class Trainer:
     # ----- Algorithm 1 ---------------------------------------------------------------------------------------
 
     def run(self) -> dict[str, float]:
-        """Train until ``config.steps`` env steps; returns the last evaluation's metrics."""
+        """Train until ``config.steps`` env steps; returns the last evaluation's metrics.
+
+        A SIGINT or SIGTERM meanwhile checkpoints the iteration it arrives in and raises ``RunStopped``
+        (``semzoo.run.stopping``); ``Trainer.resume`` then continues the run exactly.
+        """
+        with stop_on_signals() as request:
+            self._stop_request = request
+            try:
+                return self._train()
+            finally:
+                self._stop_request = None
+
+    def _train(self) -> dict[str, float]:
         cfg, c = self.config, self.counters
         clock, wall_at_start = time.perf_counter(), c.wall_time
         self._window_clock, self._window_steps = clock, c.env_steps
@@ -331,6 +345,17 @@ class Trainer:
         self.counters.wall_time = wall_time
         self._recent.append(stats)
         self._housekeeping()
+        if self._stop_request is not None and self._stop_request.signum is not None:
+            raise RunStopped(self._stop_request.signum, [self.checkpoint_to_stop()])
+
+    def checkpoint_to_stop(self) -> tuple[Path | None, int]:
+        """Checkpoint this iteration off the periodic schedule (a stop request): (run directory, env steps).
+
+        The periodic schedule (``last_save``) is left as it was, so the resumed run saves where the run that
+        was never stopped does.
+        """
+        self.save_checkpoint(scheduled=False)
+        return (None if self.run_dir is None else Path(self.run_dir)), self.counters.env_steps
 
     def _start_actor(self) -> ActorProcess | None:
         """The actor process, started (seconds: its imports, envs and, for SMAX, a JAX compile); None to use a thread.
@@ -601,13 +626,17 @@ class Trainer:
         self._last_eval = dict(loop["last_eval"])
         self._best = state.get("best")  # None: a checkpoint from before best.ckpt, no best yet
 
-    def save_checkpoint(self) -> Path | None:
-        """Write a checkpoint of the current state (no-op without a run directory or if one exists for this step)."""
+    def save_checkpoint(self, *, scheduled: bool = True) -> Path | None:
+        """Write a checkpoint of the current state (no-op without a run directory or if one exists for this step).
+
+        ``scheduled=False`` (a checkpoint on a stop request) leaves the periodic schedule where it was.
+        """
         c = self.counters
         if self.checkpoints is None or self._saved_at == c.env_steps:
             return None
         started = time.perf_counter()
-        c.last_save = c.env_steps
+        if scheduled:
+            c.last_save = c.env_steps
         path, nbytes = self.checkpoints.save(self.state_dict(), c.env_steps)
         self._saved_at = c.env_steps
         self._add_time("checkpoint_time_s", time.perf_counter() - started)
