@@ -1,9 +1,12 @@
 """Checkpoint size and save/load time with a full default replay buffer (5000 episodes) and SEM table.
 
-    python scripts/bench_checkpoint.py --envs matrix:climbing,smax:3m,smax:2s3z
+    python scripts/bench_checkpoint.py --envs matrix:climbing,smax:3m,smax:2s3z --lengths 1.0,0.6
 
 The buffer is marked full (its preallocated tensors are what a full buffer holds) so the numbers
-are those of a run past its first 5000 episodes; the SEM table has its default capacity (1e6).
+are those of a run past its first 5000 episodes; the SEM table has its default capacity (1e6). A
+checkpoint stores the episodes' real steps only, so its size follows their length: ``--lengths`` gives
+the episode lengths as fractions of the env's limit (1.0: every episode at the time limit, the
+largest checkpoint; SMAX 2s3z episodes average about 0.6 of theirs by 0.5M steps).
 """
 
 from __future__ import annotations
@@ -21,13 +24,16 @@ from semzoo.run.trainer import Trainer
 BYTES_PER_MB = 1e6
 
 
-def bench(env: str, algo: str, repeats: int) -> None:
+def bench(env: str, algo: str, repeats: int, fraction: float) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         trainer = Trainer(TrainConfig(env=env, algo=algo, device="cpu"), run_dir=tmp, tensorboard=False)
         try:
             buffer = trainer.buffer
             buffer.size = buffer.capacity
             buffer.data.obs.normal_()  # incompressible content, as real observations
+            length = max(1, round(fraction * buffer.max_t))
+            buffer.data.length.fill_(length)
+            buffer.data.filled.copy_(torch.arange(buffer.max_t)[None, :] < length)
             save_s, load_s = [], []
             for i in range(repeats):
                 trainer.counters.env_steps = i + 1
@@ -38,7 +44,7 @@ def bench(env: str, algo: str, repeats: int) -> None:
                 CheckpointManager(tmp).load_latest()
                 load_s.append(time.perf_counter() - start)
             size = path.stat().st_size
-            print(f"{env:18s} {algo:9s} buffer {buffer.nbytes / BYTES_PER_MB:8.1f} MB  memory "
+            print(f"{env:18s} {algo:9s} length {length:4d}/{buffer.max_t:<4d} buffer {buffer.nbytes / BYTES_PER_MB:8.1f} MB  memory "
                   f"{(trainer.memory.nbytes if trainer.memory else 0) / BYTES_PER_MB:6.1f} MB  checkpoint "
                   f"{size / BYTES_PER_MB:8.1f} MB  save {min(save_s):6.2f} s  load {min(load_s):6.2f} s")
         finally:
@@ -50,10 +56,12 @@ def main() -> None:
     parser.add_argument("--envs", default="matrix:climbing,smax:3m")
     parser.add_argument("--algo", default="sem-qmix")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--lengths", default="1.0,0.6", help="episode lengths, as fractions of the env's limit")
     args = parser.parse_args()
     torch.set_num_threads(1)
     for env in args.envs.split(","):
-        bench(env, args.algo, args.repeats)
+        for fraction in (float(f) for f in args.lengths.split(",")):
+            bench(env, args.algo, args.repeats, fraction)
 
 
 if __name__ == "__main__":

@@ -78,3 +78,65 @@ def test_memory_cost_counts_the_buffers_state_keys():
 
     capacity_slots = 4 * (T + 1)
     assert make_buffer(4).nbytes - make_buffer(0).nbytes == state_keys_bytes(capacity_slots, 4)
+
+
+def junk_padded(batch: EpisodeBatch) -> EpisodeBatch:
+    """``batch`` with its padding full of junk, as a collection leaves it (finished envs keep stepping)."""
+    junk = {}
+    for name, value in batch.tensors().items():
+        if name in ("length", "filled"):
+            continue
+        slots = value.shape[1]
+        real = torch.arange(slots)[None] <= batch.length[:, None] if slots == batch.max_t + 1 else batch.filled
+        real = real.view(*real.shape, *[1] * (value.dim() - 2))
+        fill = torch.ones_like(value) if value.dtype == torch.bool else torch.full_like(value, 7)
+        junk[name] = torch.where(real, value, fill)
+    return dataclasses.replace(batch, **junk)
+
+
+def test_padding_is_stored_as_zeros_whatever_the_batch_held():
+    buffer = make_buffer(0)
+    buffer.insert(junk_padded(make_batch([2, 5])))
+    clean = make_buffer(0)
+    clean.insert(make_batch([2, 5]))  # make_batch pads with random values too, but only where real
+    stored = buffer.stored()
+    assert not stored.obs[0, 3:].any() and not stored.state[0, 3:].any() and not stored.avail[0, 3:].any()
+    assert not stored.actions[0, 2:].any() and not stored.reward[0, 2:].any() and not stored.terminated[0, 2:].any()
+    for name, value in clean.stored().tensors().items():
+        assert torch.equal(value, getattr(stored, name)), name
+
+
+@pytest.mark.parametrize("key_words", [0, 4])
+def test_the_packed_state_dict_holds_only_real_slots_and_restores_the_buffer_exactly(key_words):
+    memory = make_episodic_memory("sem", state_dim=S, n_agents=A) if key_words else None
+    buffer = make_buffer(memory.proj_dim if memory else 0)
+    for seed, lengths in enumerate([[3, 6], [2, 4], [5, 1]]):  # wraps: slot 0 and 1 overwritten by shorter episodes
+        batch = junk_padded(make_batch(lengths, seed))
+        buffer.insert(with_keys(memory, batch) if memory else batch)
+    state = buffer.state_dict()
+    lengths = buffer.data.length[: buffer.size]
+    assert state["obs"].shape == (int((lengths + 1).sum()), A, O)
+    assert state["actions"].shape == (int(lengths.sum()), A) and "filled" not in state
+    restored = make_buffer(memory.proj_dim if memory else 0)
+    restored.load_state_dict(state)
+    if memory:
+        restored.set_state_keys(torch.from_numpy(memory.slot_state_keys(restored.stored()).view(np.int32)))
+    for name, value in buffer.data.tensors().items():
+        assert torch.equal(value, getattr(restored.data, name)), name
+    assert (restored.insert_pos, restored.size) == (buffer.insert_pos, buffer.size)
+    generator = torch.Generator().manual_seed(3)
+    want = buffer.sample(3, generator).tensors()
+    generator.manual_seed(3)
+    assert all(torch.equal(value, want[name]) for name, value in restored.sample(3, generator).tensors().items())
+
+
+def test_the_padded_state_dict_of_older_checkpoints_still_loads():
+    buffer = make_buffer(0)
+    buffer.insert(make_batch([3, 6, 2]))
+    size = buffer.size
+    legacy = {"insert_pos": buffer.insert_pos, "size": size,  # before 0.3: each field's first `size` slots, padded
+              **{name: value[:size].clone() for name, value in buffer.data.tensors().items()}}
+    restored = make_buffer(0)
+    restored.load_state_dict(legacy)
+    for name, value in buffer.data.tensors().items():
+        assert torch.equal(value, getattr(restored.data, name)), name

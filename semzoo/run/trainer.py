@@ -574,11 +574,7 @@ class Trainer:
             rng["acting_generator"] = self.acting_generator.get_state()
         if torch.cuda.is_available():
             rng["cuda"] = torch.cuda.get_rng_state_all()
-        buffer = self.buffer.state_dict()
-        size = int(buffer["size"])
-        for name, value in buffer.items():  # only the filled episodes: an empty buffer costs nothing
-            if isinstance(value, torch.Tensor) and size < value.shape[0]:
-                buffer[name] = value[:size].clone()  # a view would save the whole storage
+        buffer = self.buffer.state_dict()  # the real slots only: an empty buffer costs nothing
         recent = [{"returns": s.returns, "lengths": s.lengths, "battle_won": s.battle_won} for s in self._recent]
         return {
             "env": self.config.env, "algo": self.config.algo, "config": self.config.to_dict(),
@@ -597,13 +593,7 @@ class Trainer:
         """Inverse of ``state_dict``."""
         self.counters = Counters(**state["counters"])
         self.learner.load_state_dict(state["learner"])
-        buffer = dict(state["buffer"])
-        for name, value in self.buffer.state_dict().items():
-            if isinstance(value, torch.Tensor):
-                full = torch.zeros_like(value)
-                full[: buffer[name].shape[0]] = buffer[name]
-                buffer[name] = full
-        self.buffer.load_state_dict(buffer)
+        self.buffer.load_state_dict(state["buffer"])
         if self.memory is not None:
             self.memory.load_state_dict(state["memory"])
             # not in the checkpoint (a function of the states and V): projected again
