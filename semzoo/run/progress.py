@@ -1,18 +1,29 @@
-"""Progress of a long run on stderr: a rich bar on a terminal, plain lines (about every 10 %) otherwise.
+"""Progress of long work on stderr: a run (``ConsoleProgress``) and a sweep (``SweepProgress``).
 
-The first iteration is not used for the rate: it holds one-off work (SMAX's JAX compilation takes
-tens of seconds), so until a second iteration has finished the display says "warming up" instead
-of guessing an ETA from it.
+A run shows a rich bar on a terminal, plain lines (about every 10 %) otherwise. The first iteration is
+not used for the rate: it holds one-off work (SMAX's JAX compilation takes tens of seconds), so until a
+second iteration has finished the display says "warming up" instead of guessing an ETA from it.
+
+A sweep's runs train in other processes (Ray workers, perhaps on other nodes), so its driver reads
+their progress from their run directories: a line every ``interval_s`` with the runs finished, the env
+steps logged across all runs, the rate since the sweep started and an ETA.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
+
+from semzoo.run.rundir import logged_steps
 
 BAR_WIDTH = 24
 LINES_PER_RUN = 10
+SWEEP_PROGRESS_INTERVAL_S = 300.0
+"""Seconds between a sweep's progress lines (a trial's metrics rows come every ``log_interval`` env steps)."""
+SECONDS_PER_HOUR, SECONDS_PER_MINUTE = 3600, 60
 
 
 def test_figure(info: dict[str, Any]) -> str:
@@ -70,3 +81,43 @@ class ConsoleProgress:
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+
+
+def duration_text(seconds: float) -> str:
+    """``3 h 05 min``, ``12 min``, ``40 s``."""
+    if seconds >= SECONDS_PER_HOUR:
+        hours, rest = divmod(round(seconds / SECONDS_PER_MINUTE), SECONDS_PER_MINUTE)
+        return f"{hours} h {rest:02d} min"
+    if seconds >= SECONDS_PER_MINUTE:
+        return f"{round(seconds / SECONDS_PER_MINUTE)} min"
+    return f"{seconds:.0f} s"
+
+
+class SweepProgress:
+    """Progress lines of a sweep, read from its runs' metrics.csv: ``runs``, (run directory, env steps to reach)."""
+
+    def __init__(self, runs: Sequence[tuple[Path, int]], echo: Callable[[str], None], *,
+                 interval_s: float = SWEEP_PROGRESS_INTERVAL_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.runs, self.echo, self.interval_s, self.clock = list(runs), echo, interval_s, clock
+        self.total = sum(steps for _, steps in self.runs)
+        self.started, self.start_steps = clock(), self.done_steps()
+        self._next = self.started + interval_s
+
+    def done_steps(self) -> int:
+        """Env steps the runs have logged, each counted up to its target."""
+        return sum(min(steps, logged_steps(run_dir)) for run_dir, steps in self.runs)
+
+    def line(self, finished: int) -> str:
+        done, elapsed = self.done_steps(), self.clock() - self.started
+        text = (f"sweep: {finished}/{len(self.runs)} runs done, {done:,}/{self.total:,} env steps "
+                f"({100 * done / max(self.total, 1):.0f} %)")
+        if done > self.start_steps and elapsed > 0:
+            rate = (done - self.start_steps) / elapsed
+            text += f", {rate:,.0f} env steps/s, ETA {duration_text((self.total - done) / rate)}"
+        return text
+
+    def __call__(self, finished: int) -> None:
+        """Echo a line when ``interval_s`` has passed since the last one (``finished``: runs finished so far)."""
+        if self.clock() >= self._next:
+            self.echo(self.line(finished))
+            self._next = self.clock() + self.interval_s

@@ -212,6 +212,25 @@ def load_best(run_dir: str | Path) -> tuple[TrainConfig, dict[str, Any]]:
     return config, payload
 
 
+LAST_ROW_BYTES = 4096
+"""How much of the end of metrics.csv ``logged_steps`` reads: many times the longest row."""
+
+
+def logged_steps(run_dir: str | Path) -> int:
+    """Env steps of the last complete row of a run's metrics.csv (0 without one); reads only the file's end."""
+    try:
+        with (Path(run_dir) / METRICS_FILE).open("rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - LAST_ROW_BYTES))
+            tail = f.read()
+    except OSError:
+        return 0
+    for line in reversed(tail.split(b"\n")[:-1]):  # the part after the last newline may be half-written
+        first = line.split(b",", 1)[0]
+        if first.isdigit():
+            return int(first)
+    return 0
+
+
 def run_finished(run_dir: str | Path, steps: int | None = None) -> bool:
     """True when the run in ``run_dir`` completed (``final.json``), to ``steps`` env steps if given."""
     path = Path(run_dir) / FINAL_FILE

@@ -33,6 +33,7 @@ from typing import Any
 from semzoo.algos import parse_algorithm
 from semzoo.config import SECTIONS, TrainConfig, config_fields
 from semzoo.run.multi import MultiTrainer, group_config
+from semzoo.run.progress import SWEEP_PROGRESS_INTERVAL_S, SweepProgress
 from semzoo.run.rundir import CONFIG_FILE, default_run_name, run_finished, setting_text
 from semzoo.run.stopping import stop_on_signals
 from semzoo.run.trainer import Trainer
@@ -274,12 +275,13 @@ def _quiet_ray_startup() -> None:
 
 
 def run_sweep(trials: Sequence[Trial | PackedTrial], *, address: str | None = None, max_retries: int = 2,
-              cpus_per_trial: float = 1, num_cpus: int | None = None,
-              echo: Callable[[str], None] = print) -> SweepReport:
+              cpus_per_trial: float = 1, num_cpus: int | None = None, echo: Callable[[str], None] = print,
+              progress_interval_s: float = SWEEP_PROGRESS_INTERVAL_S) -> SweepReport:
     """Run the unfinished ``trials`` on Ray; a local Ray with ``num_cpus`` (default all) unless ``address``.
 
     Each ``Trial`` is one Ray task, and so is each ``PackedTrial`` (``pack_seeds``): its unfinished runs
-    train together. The report names runs either way.
+    train together. The report names runs either way. ``echo`` gets a line when a task ends and, every
+    ``progress_interval_s``, one with the env steps logged across the runs, the rate and an ETA.
     """
     if max_retries < 0:
         raise ValueError(f"max_retries={max_retries}: expected >= 0")
@@ -319,11 +321,14 @@ def run_sweep(trials: Sequence[Trial | PackedTrial], *, address: str | None = No
             else:
                 pending[single.remote(task.config.to_dict(), threads)] = (task,)
         echo(f"sweep: {n_runs} trials to run in {len(todo)} Ray tasks, {len(report.skipped)} already finished")
+        progress = SweepProgress([(t.run_dir, t.config.steps) for runs in pending.values() for t in runs], echo,
+                                 interval_s=progress_interval_s)
         with stop_on_signals() as request:
             while pending and request.signum is None:
                 done, _ = ray.wait(list(pending), num_returns=1, timeout=STOP_POLL_S)
                 for ref in done:
                     _collect(ray, ref, pending.pop(ref), report, n_runs, max_retries, echo)
+                progress(len(report.finished) + len(report.failed))
             if request.signum is not None and pending:
                 _stop_tasks(ray, pending, request.signum, report, echo)
     finally:
