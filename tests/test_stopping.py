@@ -10,24 +10,23 @@ import dataclasses
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 from golden_runs import metric_rows
 from test_checkpoint import assert_same, comparable_rows
-from test_kill_resume import child_env, cli, last_logged_steps
+from test_kill_resume import child_env, cli
 from test_multi import SEEDS, config_of
 from test_overlap import acting_threads, resumable_config
 
 from semzoo import resume, resume_seeds, train, train_seeds
 from semzoo.run.checkpoint import CheckpointManager
-from semzoo.run.rundir import run_finished
+from semzoo.run.rundir import logged_steps, run_finished
 from semzoo.run.stopping import RunStopped, stop_on_signals
 
 TOTAL = 240
 STOP_AT = 130  # two_step, 4 envs: 8 env steps an iteration, so the stop lands at 136, between saves at 120 and 160
-START_TIMEOUT_S = 120
+START_TIMEOUT_S = 300  # a Ray start under a loaded machine can take minutes
 STOP_TIMEOUT_S = 60
 
 
@@ -122,23 +121,28 @@ def test_outside_the_main_thread_nothing_is_installed():
     assert seen == [(None, before)]
 
 
+def signal_once_training(args: list[str], run_dir, signum: int) -> subprocess.CompletedProcess:
+    """Run ``semzoo ARGS``, send ``signum`` once ``run_dir`` has logged 40 env steps, and wait for the exit."""
+    proc = subprocess.Popen(cli(*args), env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while logged_steps(run_dir) < 40:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run did not start training"
+        time.sleep(0.05)
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=STOP_TIMEOUT_S)
+    assert "Traceback" not in stderr
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
 def test_cli_train_stopped_by_sigterm_exits_143_with_one_line_and_a_resumable_checkpoint(tmp_path):
     run_dir = tmp_path / "run"
     args = ["--env", "matrix:two_step", "--algo", "qmix", "--steps", "1000000", "--n-envs", "2", "--batch-size", "4",
             "--buffer-size", "32", "--hidden-dim", "8", "--log-interval", "4", "--test-interval", "100000",
             "--save-interval", "100000", "--no-tensorboard", "--sequential", "--run-name", "run"]
-    proc = subprocess.Popen(cli("train", "--out", str(tmp_path), *args), env=child_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while last_logged_steps(run_dir) < 40:
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the run did not start training"
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=STOP_TIMEOUT_S)
-    assert proc.returncode == 128 + signal.SIGTERM, stderr
-    assert "Traceback" not in stderr
-    last = stderr.strip().splitlines()[-1]
+    done = signal_once_training(["train", "--out", str(tmp_path), *args], run_dir, signal.SIGTERM)
+    assert done.returncode == 128 + signal.SIGTERM, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("stopped by SIGTERM; checkpoint saved for") and f"--resume {run_dir}`" in last
     _, payload = CheckpointManager(run_dir).load_latest()
     steps = payload["counters"]["env_steps"]
@@ -151,18 +155,9 @@ def test_a_sweep_stopped_by_sigint_checkpoints_its_running_trials_and_exits_130(
     args = ["sweep", "--envs", "matrix:two_step", "--algos", "qmix", "--seeds", "1", "--steps", "1000000",
             "--out", str(out), "--num-cpus", "1", "--set", "save_interval=100000", "--set", "test_interval=100000",
             "--set", "log_interval=4", "--set", "sequential=true"]
-    proc = subprocess.Popen([sys.executable, "-m", "semzoo.cli", *args], env=child_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
     run_dir = out / "matrix_two_step_qmix_seed0"
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while last_logged_steps(run_dir) < 40:
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the sweep's trial did not start training"
-        time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=STOP_TIMEOUT_S)
-    assert proc.returncode == 128 + signal.SIGINT, stdout + stderr
-    assert "Traceback" not in stderr
-    assert "1 stopped" in stdout and "run the same command again to continue" in stderr
+    done = signal_once_training(args, run_dir, signal.SIGINT)
+    assert done.returncode == 128 + signal.SIGINT, done.stdout + done.stderr
+    assert "1 stopped" in done.stdout and "run the same command again to continue" in done.stderr
     _, payload = CheckpointManager(run_dir).load_latest()  # the trial checkpointed its last iteration
     assert payload["counters"]["env_steps"] >= 40 and not run_finished(run_dir)
