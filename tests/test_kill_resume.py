@@ -13,7 +13,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from semzoo.run.rundir import read_metrics, run_finished
+from semzoo.run.rundir import logged_steps, read_metrics, run_finished
 
 KILLS = 5
 PARALLEL_RUNS = 2
@@ -40,18 +40,13 @@ def child_env() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
-def last_logged_steps(run_dir: Path) -> int:
-    rows = read_metrics(run_dir) if (run_dir / "metrics.csv").exists() else []
-    return max((r["env_steps"] for r in rows), default=0)
-
-
 def kill_at_random_moment(run_dir: Path, rng: random.Random) -> int:
     """Start a run, SIGKILL it at a random point of its training; returns the env steps logged at the kill."""
     proc = subprocess.Popen(cli("train", "--out", str(run_dir.parent), *ARGS), env=child_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     target = rng.randint(STEPS_PER_ITERATION, int(STEPS * KILL_BEFORE_FRACTION))
     deadline = time.monotonic() + START_TIMEOUT_S
-    while last_logged_steps(run_dir) < target:
+    while logged_steps(run_dir) < target:
         assert proc.poll() is None, "the run ended before it could be killed"
         assert time.monotonic() < deadline, "the run did not reach the kill point"
         time.sleep(POLL_S)
@@ -59,7 +54,7 @@ def kill_at_random_moment(run_dir: Path, rng: random.Random) -> int:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not run_finished(run_dir), "killed too late: raise STEPS"
-    return last_logged_steps(run_dir)
+    return logged_steps(run_dir)
 
 
 def kill_resume_and_check(run_dir: Path, seed: int) -> None:
