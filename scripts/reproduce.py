@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from semzoo.run.report import load_runs, plot_runs, score_table, table_markdown, write_table_csv
+from semzoo.run.stopping import signal_exit_code
 from semzoo.run.sweep import pack_seeds, parse_grid, plan_trials, run_sweep
 
 PAPER_MAPS = ("2s3z", "3s5z", "27m_vs_30m")
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"finished now {len(report.finished)}, already finished {len(report.skipped)}, failed {len(report.failed)}")
     if report.stopped_by is not None:  # checkpointed; the same command continues the study
         print(f"stopped: {len(report.stopped)} runs unfinished; run the same command again to continue them")
-        return 128 + report.stopped_by
+        return signal_exit_code(report.stopped_by)
 
     out = Path(args.out)
     for path in plot_runs(out, metric=METRIC, out=out / "plots"):

@@ -453,7 +453,9 @@ def sweep(
     typer.echo(f"{len(trials)} trials in {out}: {len(report.finished)} finished now, {len(report.skipped)} already "
                f"finished, {len(report.failed)} failed" + (f", {len(report.stopped)} stopped" if report.stopped_by else ""))
     if report.stopped_by is not None:
-        raise typer.Exit(128 + report.stopped_by)
+        from semzoo.run.stopping import signal_exit_code
+
+        raise typer.Exit(signal_exit_code(report.stopped_by))
     if not report.ok:
         fail(f"{len(report.failed)} trial(s) failed: {', '.join(report.failed)}; run the same command again to retry")
 

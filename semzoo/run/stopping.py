@@ -27,6 +27,11 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 """The signals that ask a training run to checkpoint and stop."""
 
 
+def signal_exit_code(signum: int) -> int:
+    """The shell's exit status for death by signal ``signum`` (130 for SIGINT, 143 for SIGTERM)."""
+    return 128 + signum
+
+
 class RunStopped(KeyboardInterrupt):
     """A run stopped on a signal after checkpointing its last iteration; continue it with ``--resume``.
 
@@ -51,7 +56,7 @@ class RunStopped(KeyboardInterrupt):
 
     @property
     def exit_code(self) -> int:
-        return 128 + self.signum
+        return signal_exit_code(self.signum)
 
 
 class StopRequest:
@@ -86,4 +91,4 @@ def stop_on_signals() -> Iterator[StopRequest]:
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
 
 
-__all__ = ["STOP_SIGNALS", "RunStopped", "StopRequest", "stop_on_signals"]
+__all__ = ["STOP_SIGNALS", "RunStopped", "StopRequest", "signal_exit_code", "stop_on_signals"]
