@@ -68,7 +68,7 @@ def assert_same_best(a: dict, b: dict) -> None:
     assert all(torch.equal(a["agent"][name], b["agent"][name]) for name in a["agent"])
 
 
-def test_best_checkpoint_holds_the_agent_of_the_best_test_win_rate_and_ties_keep_the_earlier(tmp_path):
+def test_best_checkpoint_holds_the_agent_of_the_best_test_win_rate_and_full_ties_keep_the_earlier(tmp_path):
     agents = {}
 
     def keep_agent(info):
@@ -82,10 +82,34 @@ def test_best_checkpoint_holds_the_agent_of_the_best_test_win_rate_and_ties_keep
         trainer.close()
     wins = evaluations(tmp_path / "run", "test_win_rate")
     step, score = first_best(wins)
-    assert sum(value == score for _, value in wins) > 1  # a tie, which must keep the earlier evaluation
+    # A tie (win rate and return: this env's return is its win rate), which must keep the earlier evaluation.
+    assert sum(value == score for _, value in wins) > 1
     best = load_checkpoint(tmp_path / "run" / BEST_FILE)
     assert (best["step"], best["score"], best["metric"]) == (step, score, "test_win_rate")
     assert "buffer" not in best and "learner" not in best  # the agent only, not the replay buffer
+    assert all(torch.equal(best["agent"][k], v) for k, v in agents[step].items())
+
+
+def test_a_run_that_never_wins_keeps_the_agent_of_its_best_test_return_not_its_first(tmp_path):
+    """Every evaluation ties at win rate 0: the test return breaks the tie (a run that never wins must not
+    keep its first, untrained agent)."""
+    agents = {}
+
+    def keep_agent(info):
+        agents[info["env_steps"]] = {k: v.clone() for k, v in trainer.agent.state_dict().items()}
+
+    config = fake_config(tmp_path, seed=4, env_args={"win_probability": 0.0, "lost_pays": True})
+    trainer = Trainer(config, run_dir=tmp_path / "run", progress=keep_agent, tensorboard=False)
+    try:
+        trainer.run()
+    finally:
+        trainer.close()
+    wins = evaluations(tmp_path / "run", "test_win_rate")
+    assert {value for _, value in wins} == {0.0}
+    step, top = first_best(evaluations(tmp_path / "run", "test_return_mean"))
+    assert step != wins[0][0]  # the best return is not the first evaluation's, so the rules differ
+    best = load_checkpoint(tmp_path / "run" / BEST_FILE)
+    assert (best["step"], best["score"], best["tiebreak"], best["metric"]) == (step, 0.0, top, "test_win_rate")
     assert all(torch.equal(best["agent"][k], v) for k, v in agents[step].items())
 
 

@@ -33,10 +33,11 @@ The run directory's layout is in ``semzoo.run.rundir``; a checkpoint holds every
 loop reads, so a resumed run continues bit for bit.
 
 After each test evaluation whose score beats the best so far (``test_win_rate`` where the env reports wins,
-else ``test_return_mean``; a tie keeps the earlier), the agent's parameters go to ``best.ckpt`` (the
-"absolute metric" of Gorsane et al. 2022 re-evaluates them: ``semzoo.run.evaluation.absolute_metric``). The
-best so far, parameters included, is part of the checkpoint state, and a resumed run rewrites ``best.ckpt``
-from it, so it ends with the same file as an uninterrupted run. Keeping it reads no random stream.
+else ``test_return_mean``; a tie on it goes to the higher ``test_return_mean``, a full tie keeps the
+earlier), the agent's parameters go to ``best.ckpt`` (the "absolute metric" of Gorsane et al. 2022
+re-evaluates them: ``semzoo.run.evaluation.absolute_metric``). The best so far, parameters included, is
+part of the checkpoint state, and a resumed run rewrites ``best.ckpt`` from it, so it ends with the same
+file as an uninterrupted run. Keeping it reads no random stream.
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ ACTING_STREAM = 1
 """Spawn key of the acting thread's generator under the run seed (overlap mode), apart from the learner's."""
 BEST_METRICS = ("test_win_rate", "test_return_mean")
 """The score of the best policy: the first of these the evaluation reports (win rate where the env reports wins)."""
+BEST_TIEBREAK = "test_return_mean"
+"""Breaks a tie on the best metric (equal win rates): the evaluation with the higher test return wins."""
 
 
 @dataclass
@@ -515,15 +518,27 @@ class Trainer:
         self._keep_if_best(metrics)
 
     def _keep_if_best(self, metrics: dict[str, float]) -> None:
-        """After an evaluation: when its score beats the best so far (a tie keeps the earlier), keep the agent."""
+        """After an evaluation: when its score beats the best so far, keep the agent.
+
+        A tie on the score is broken by ``BEST_TIEBREAK`` (the test return): a run that never wins scores 0 at
+        every evaluation, and "the earlier" would keep its first, untrained agent. A full tie keeps the earlier.
+        A best record from a checkpoint written before the tie-break (no ``tiebreak``) counts as NaN: a tie
+        with it keeps it.
+        """
         metric = next(name for name in BEST_METRICS if name in metrics)
         score = float(metrics[metric])
+        tiebreak = float(metrics.get(BEST_TIEBREAK, math.nan))
         best = self._best
-        if math.isnan(score) or (best is not None and best["metric"] == metric and not score > best["score"]):
+        if math.isnan(score):
             return
+        if best is not None and best["metric"] == metric:
+            kept = (best["score"], float(best.get("tiebreak", math.nan)))
+            if score < kept[0] or (score == kept[0] and not tiebreak > kept[1]):
+                return
         c = self.counters
         agent = {name: value.detach().to("cpu", copy=True) for name, value in self.agent.state_dict().items()}
-        self._best = {"step": c.env_steps, "updates": c.updates, "score": score, "metric": metric, "agent": agent}
+        self._best = {"step": c.env_steps, "updates": c.updates, "score": score, "tiebreak": tiebreak,
+                      "metric": metric, "agent": agent}
         if self.run_dir is not None:
             started = time.perf_counter()
             write_best(self.run_dir, self._best_payload())
