@@ -11,7 +11,7 @@ import json
 import threading
 
 import pytest
-from golden_runs import GOLDEN_FILE, golden_config_dict, metric_rows
+from golden_runs import golden_config_dict, golden_file, metric_rows
 from test_checkpoint import assert_same, comparable_rows
 from test_train import greedy_return, matrix_config
 
@@ -21,7 +21,7 @@ from semzoo.run.rundir import FINAL_FILE, load_run_config, run_finished
 from semzoo.run.trainer import Trainer, resume, train
 
 ACTING_THREAD = "semzoo-acting"
-GOLDEN = json.loads(GOLDEN_FILE.read_text())
+GOLDEN = json.loads(golden_file().read_text())
 
 
 def acting_threads() -> list[threading.Thread]:
