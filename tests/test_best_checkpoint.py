@@ -68,18 +68,23 @@ def assert_same_best(a: dict, b: dict) -> None:
     assert all(torch.equal(a["agent"][name], b["agent"][name]) for name in a["agent"])
 
 
-def test_best_checkpoint_holds_the_agent_of_the_best_test_win_rate_and_full_ties_keep_the_earlier(tmp_path):
+def train_keeping_agents(config: TrainConfig, run_dir) -> dict[int, dict[str, torch.Tensor]]:
+    """Train ``config`` into ``run_dir``; the agent's parameters after each iteration, by env step."""
     agents = {}
 
     def keep_agent(info):
         agents[info["env_steps"]] = {k: v.clone() for k, v in trainer.agent.state_dict().items()}
 
-    trainer = Trainer(fake_config(tmp_path, seed=4), run_dir=tmp_path / "run", progress=keep_agent,
-                      tensorboard=False)
+    trainer = Trainer(config, run_dir=run_dir, progress=keep_agent, tensorboard=False)
     try:
         trainer.run()
     finally:
         trainer.close()
+    return agents
+
+
+def test_best_checkpoint_holds_the_agent_of_the_best_test_win_rate_and_full_ties_keep_the_earlier(tmp_path):
+    agents = train_keeping_agents(fake_config(tmp_path, seed=4), tmp_path / "run")
     wins = evaluations(tmp_path / "run", "test_win_rate")
     step, score = first_best(wins)
     # A tie (win rate and return: this env's return is its win rate), which must keep the earlier evaluation.
@@ -93,17 +98,8 @@ def test_best_checkpoint_holds_the_agent_of_the_best_test_win_rate_and_full_ties
 def test_a_run_that_never_wins_keeps_the_agent_of_its_best_test_return_not_its_first(tmp_path):
     """Every evaluation ties at win rate 0: the test return breaks the tie (a run that never wins must not
     keep its first, untrained agent)."""
-    agents = {}
-
-    def keep_agent(info):
-        agents[info["env_steps"]] = {k: v.clone() for k, v in trainer.agent.state_dict().items()}
-
     config = fake_config(tmp_path, seed=4, env_args={"win_probability": 0.0, "lost_pays": True})
-    trainer = Trainer(config, run_dir=tmp_path / "run", progress=keep_agent, tensorboard=False)
-    try:
-        trainer.run()
-    finally:
-        trainer.close()
+    agents = train_keeping_agents(config, tmp_path / "run")
     wins = evaluations(tmp_path / "run", "test_win_rate")
     assert {value for _, value in wins} == {0.0}
     step, top = first_best(evaluations(tmp_path / "run", "test_return_mean"))

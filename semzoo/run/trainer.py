@@ -531,10 +531,9 @@ class Trainer:
         best = self._best
         if math.isnan(score):
             return
-        if best is not None and best["metric"] == metric:
-            kept = (best["score"], float(best.get("tiebreak", math.nan)))
-            if score < kept[0] or (score == kept[0] and not tiebreak > kept[1]):
-                return
+        if best is not None and best["metric"] == metric and (
+                score < best["score"] or (score == best["score"] and not tiebreak > best.get("tiebreak", math.nan))):
+            return
         c = self.counters
         agent = {name: value.detach().to("cpu", copy=True) for name, value in self.agent.state_dict().items()}
         self._best = {"step": c.env_steps, "updates": c.updates, "score": score, "tiebreak": tiebreak,
