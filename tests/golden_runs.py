@@ -26,6 +26,7 @@ rows added per entry, every other row identical).
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import tempfile
@@ -41,6 +42,7 @@ TIMING = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "test_time_
                     "checkpoint_mb"})
 
 
+@functools.cache
 def float_fingerprint() -> str:
     """12 hex digits of the exact floats a small seeded GRU, linear layer and RMSprop step give on this CPU.
 
@@ -84,9 +86,14 @@ def float_fingerprint() -> str:
         torch.set_num_threads(threads)
 
 
+def machine_file() -> Path:
+    """Where this kind of CPU's recording lives: ``metrics-<float_fingerprint>.json`` beside the reference."""
+    return GOLDEN_FILE.with_name(f"metrics-{float_fingerprint()}.json")
+
+
 def golden_file() -> Path:
-    """This machine's recording (``metrics-<float_fingerprint>.json``) where there is one, else the reference."""
-    own = GOLDEN_FILE.with_name(f"metrics-{float_fingerprint()}.json")
+    """This machine's recording where there is one, else the reference."""
+    own = machine_file()
     return own if own.exists() else GOLDEN_FILE
 
 
@@ -139,7 +146,7 @@ def record() -> dict[str, Any]:
 if __name__ == "__main__":
     # --this-machine: record this CPU's floats beside the reference (only after the reference passes on a
     # machine of its kind at the same commit: the recording must pin the same code, not new behaviour).
-    path = GOLDEN_FILE.with_name(f"metrics-{float_fingerprint()}.json") if "--this-machine" in sys.argv else GOLDEN_FILE
+    path = machine_file() if "--this-machine" in sys.argv else GOLDEN_FILE
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(record(), indent=0))
     print(f"wrote {path}")
