@@ -11,7 +11,8 @@ import json
 import threading
 
 import pytest
-from golden_runs import golden_config_dict, golden_file, metric_rows
+from golden_runs import GOLDEN_FILE, metric_rows
+from golden_runs import golden_config as golden_config_data
 from test_checkpoint import assert_same, comparable_rows
 from test_train import greedy_return, matrix_config
 
@@ -21,7 +22,7 @@ from semzoo.run.rundir import FINAL_FILE, load_run_config, run_finished
 from semzoo.run.trainer import Trainer, resume, train
 
 ACTING_THREAD = "semzoo-acting"
-GOLDEN = json.loads(golden_file().read_text())
+GOLDEN = json.loads(GOLDEN_FILE.read_text())
 
 
 def acting_threads() -> list[threading.Thread]:
@@ -30,10 +31,7 @@ def acting_threads() -> list[threading.Thread]:
 
 def golden_config(env: str, algo: str, out, *, sequential: bool = False, **overrides) -> TrainConfig:
     """The golden run of (env, algo) (tests/golden_runs.py), in overlap mode unless ``sequential``."""
-    data = TrainConfig().to_dict()
-    for key, value in {**golden_config_dict(env, algo), **overrides}.items():
-        data[key] = {**data[key], **value} if isinstance(value, dict) else value
-    return TrainConfig.from_dict({**data, "sequential": sequential, "out": str(out)})
+    return TrainConfig.from_dict({**golden_config_data(env, algo, out, overrides), "sequential": sequential})
 
 
 def rows_and_final(config: TrainConfig):
