@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from pettingzoo.utils.env import AECEnv, ParallelEnv
 
-from semzoo.plugins import load_plugins
+from semzoo.errors import MissingDependency
+from semzoo.plugins import check_free, load_plugins
 from semzoo.types import VecCTDEEnv
 
 if TYPE_CHECKING:
@@ -29,12 +30,15 @@ STATE_HOWTO = ("give the env a state() method that returns the global state as a
 _registered: dict[str, Callable[..., ParallelEnv]] = {}
 
 
-def register_env(name: str, factory: Callable[..., ParallelEnv], *, overwrite: bool = False) -> Callable[..., ParallelEnv]:
+def register_env(name: str, factory: Callable[..., ParallelEnv], *, replace: bool = False,
+                 overwrite: bool = False) -> Callable[..., ParallelEnv]:
     """Make ``name`` an env id: ``TrainConfig(env=name)``, ``--env name`` (from a plugin module), ``make_env(name)``.
 
     ``factory(**env_args)`` returns a PettingZoo ParallelEnv with ``state()``; it gets the same checks as
     ``pz:`` ids. The run directory stores ``name``, so evaluating or resuming the run needs it registered
     again (for the CLI: register it in a module named by ``--plugin`` / ``SEMZOO_PLUGINS``). Returns ``factory``.
+    Registering the same factory again is a no-op; another factory under a taken name is a ValueError unless
+    ``replace=True`` (``overwrite=True``, its older name, does the same).
     """
     if not isinstance(name, str) or not name or name.strip() != name:
         raise ValueError(f"env name {name!r}: expected a non-empty string without surrounding spaces")
@@ -44,9 +48,7 @@ def register_env(name: str, factory: Callable[..., ParallelEnv], *, overwrite: b
     if not callable(factory):
         raise TypeError(f"env {name!r}: factory {factory!r} is not callable; expected a function or class that "
                         "returns a PettingZoo ParallelEnv")
-    if name in _registered and _registered[name] is not factory and not overwrite:
-        raise ValueError(f"env name {name!r} is already registered to {_registered[name]!r}: pass overwrite=True "
-                         "to replace it")
+    check_free("env", name, factory, _registered, replace=replace or overwrite)
     _registered[name] = factory
     return factory
 
@@ -91,7 +93,14 @@ def _pz_factory(env_id: str, rest: str) -> tuple[Callable[..., Any], Any]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
-        raise ValueError(f"env id {env_id!r}: cannot import module {module_name!r} ({err}); install it first") from None
+        missing = err.name if isinstance(err, ModuleNotFoundError) else None
+        if missing and missing != module_name.partition(".")[0] and \
+                (module_name == missing or module_name.startswith(missing + ".")):
+            # The package is there but not this module of it: a misspelt id, not a missing install.
+            raise ValueError(f"env id {env_id!r}: cannot import module {module_name!r} ({err}): its package is "
+                             "installed, so check the module's spelling") from None
+        raise MissingDependency(f"env id {env_id!r}: cannot import module {module_name!r} ({err}); install it "
+                                "first (MPE: pip install 'semzoo[mpe]')") from None
     factory = getattr(module, factory_name, None)
     if not callable(factory):
         raise ValueError(f"env id {env_id!r}: module {module_name!r} has no factory {factory_name!r}")
@@ -162,4 +171,4 @@ def make_vec_env(config: TrainConfig) -> VecCTDEEnv:
 
     # CTDEVecEnv builds its first env in this process (sync and async), so a bad id or argument fails here.
     fns = [lambda: make_env(config.env, **config.env_args) for _ in range(config.n_envs)]
-    return CTDEVecEnv(fns, episode_limit=config.episode_limit)
+    return CTDEVecEnv(fns, episode_limit=config.episode_limit, name=config.env)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from semzoo.envs.maps import SMAX_DEFAULT_EPISODE_LIMIT, UnknownMapError
+from semzoo.errors import MissingDependency
 from semzoo.types import CTDEArrays
 from semzoo.wrappers.smac import SMACParallelEnv, agent_names_for
 
@@ -85,7 +86,7 @@ RUN_OWNED_ARGS = {"seed": ("seeds its envs from the run's seed", "--seed"),
 
 def _require_jaxmarl() -> None:
     if _IMPORT_ERROR is not None:
-        raise ImportError(f"SMAX needs jaxmarl, which failed to import ({_IMPORT_ERROR}); fix: {INSTALL_HINT}")
+        raise MissingDependency(f"SMAX needs jaxmarl, which failed to import ({_IMPORT_ERROR}); fix: {INSTALL_HINT}")
 
 
 def available_maps() -> list[str]:

@@ -24,7 +24,7 @@ import torch
 
 from semzoo.episodic.tables import KINDS as EPISODIC_KINDS
 from semzoo.mixers.base import make_mixer, mixer_names
-from semzoo.plugins import load_plugins
+from semzoo.plugins import check_free, load_plugins
 
 if TYPE_CHECKING:
     from semzoo.agents.rnn import RNNAgent
@@ -55,7 +55,10 @@ class Algorithm:
         import importlib
 
         module, _, attr = self.learner.partition(":")
-        return getattr(importlib.import_module(module), attr)
+        found: Any = importlib.import_module(module)
+        for part in attr.split("."):  # a nested class: module:Outer.Inner
+            found = getattr(found, part)
+        return found
 
 
 @dataclass(frozen=True)
@@ -79,13 +82,47 @@ class AlgorithmId:
 _TABLE: dict[str, Algorithm] = {}
 
 
-def register_algorithm(algorithm: Algorithm) -> Algorithm:
-    """Add (or replace) a row; its memory variants ``sem-<name>`` and ``saem-<name>`` come with it."""
-    if not algorithm.name or algorithm.name.partition("-")[0] in EPISODIC_KINDS:
-        raise ValueError(f"algorithm name {algorithm.name!r}: expected a name that does not start with "
-                         f"{', '.join(k + '-' for k in EPISODIC_KINDS)} (those prefixes select episodic memory)")
+def register_algorithm(algorithm: Algorithm, *, replace: bool = False) -> Algorithm:
+    """Add a row; its memory variants ``sem-<name>`` and ``saem-<name>`` come with it. Returns the row.
+
+    Checked here, so a plugin's mistake is one line when it is imported, not a traceback when a run is built:
+    the name, the mixer (registered), the learner (the ``module:Class`` path of a ``QLearner`` subclass). Registering an equal row again is a no-op; another row under a taken name
+    is a ValueError unless ``replace=True`` (the registries' one rule, ``semzoo.plugins.check_free``).
+    """
+    if not isinstance(algorithm, Algorithm):
+        raise TypeError(f"register_algorithm got {algorithm!r}: expected semzoo.Algorithm(name, mixer, learner=...)")
+    _check_row(algorithm)
+    check_free("algorithm", algorithm.name, algorithm, _TABLE, replace=replace)
     _TABLE[algorithm.name] = algorithm
     return algorithm
+
+
+def _check_row(algorithm: Algorithm) -> None:
+    """ValueError/TypeError, one line, for a row that could not be built: bad name, unknown mixer, bad learner."""
+    name = algorithm.name
+    if not isinstance(name, str) or not name or name.partition("-")[0] in EPISODIC_KINDS:
+        raise ValueError(f"algorithm name {name!r}: expected a name that does not start with "
+                         f"{', '.join(k + '-' for k in EPISODIC_KINDS)} (those prefixes select episodic memory)")
+    if algorithm.mixer not in mixer_names():
+        raise ValueError(f"algorithm {name!r}: mixer {algorithm.mixer!r} is not registered: expected one of "
+                         f"{', '.join(mixer_names())}; register it first with @semzoo.register_mixer")
+    module, _, attr = str(algorithm.learner).partition(":")
+    if not module or not attr:
+        raise ValueError(f"algorithm {name!r}: learner {algorithm.learner!r}: expected 'module:Class', e.g. "
+                         "'semzoo.learners.wqmix:WQMIXLearner'")
+    try:
+        learner = algorithm.learner_class()
+    except ImportError as err:
+        raise ValueError(f"algorithm {name!r}: learner module {module!r} cannot be imported ({err}): put it on "
+                         "PYTHONPATH or fix the path") from None
+    except AttributeError:
+        raise ValueError(f"algorithm {name!r}: module {module!r} has no {attr!r} (learner "
+                         f"{algorithm.learner!r})") from None
+    from semzoo.learners.q_learner import QLearner
+
+    if not (isinstance(learner, type) and issubclass(learner, QLearner)):
+        raise TypeError(f"algorithm {name!r}: learner {algorithm.learner!r} is {learner!r}: expected a subclass of "
+                        "semzoo.learners.q_learner.QLearner that overrides its hooks")
 
 
 _BUILTIN = (
@@ -97,8 +134,9 @@ _BUILTIN = (
     Algorithm("ow-qmix", "qmix", learner="semzoo.learners.wqmix:WQMIXLearner", learner_args={"weighting": "ow"},
               description="OW-QMIX: optimistically weighted QMIX with a central Q* (Rashid et al. 2020)"),
 )
-for _algorithm in _BUILTIN:
-    register_algorithm(_algorithm)
+# The built-in rows skip register_algorithm's checks: those import every learner, and listing the table
+# should import none (tests/test_algos.py builds each built-in row).
+_TABLE.update((_algorithm.name, _algorithm) for _algorithm in _BUILTIN)
 
 
 def _rows() -> dict[str, Algorithm]:

@@ -18,11 +18,32 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
+from typer.core import TyperGroup
 
 from semzoo.config import FLAG, SECTIONS, ConfigField, TrainConfig, config_fields
+from semzoo.errors import MissingDependency
 from semzoo.run.progress import ConsoleProgress as _Progress
 
+
+class _Commands(TyperGroup):
+    """The command group: the one place where a missing optional part becomes one line and exit status 1.
+
+    Every command, the --plugin callback included, runs inside ``invoke``; an ImportError there is the user's
+    environment (an extra, StarCraft II, a plugin module), not a bug to show as a traceback.
+    """
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MissingDependency as err:
+            fail(str(err).strip().splitlines()[0] if str(err).strip() else repr(err))
+        except ImportError as err:  # an import outside semzoo's optional-import sites (a user's factory, say)
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
+            fail(f"{reason}: a module did not import; install it (or put it on PYTHONPATH) and run again")
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="semzoo",
     help="State-based episodic memory for cooperative multi-agent RL: train VDN, QMIX, QPLEX and WQMIX "
     "(with or without SEM/SAEM) on matrix games, MPE, SMAX and SMAC.",
@@ -37,6 +58,10 @@ USAGE_ERROR = 2
 DOMAIN_ERROR = 1
 DEFAULT_STEPS = TrainConfig.steps
 """The README's main job: SEM-QMIX on SMAX 3m, about 3 minutes on 2 cores, win rate rising to ~0.8."""
+
+
+METRIC_HELP = ("Metric, e.g. test_win_rate, test_return_mean. Default: test_win_rate where the runs log it, "
+               "else test_return_mean (matrix games, MPE; a line on stderr says so).")
 
 
 def fail(message: str, code: int = DOMAIN_ERROR) -> NoReturn:
@@ -300,7 +325,7 @@ def _check_env(config: TrainConfig) -> None:
     try:
         _check_run_env_args(config.env, config.env_args)
         make_env(config.env, **config.env_args).close()
-    except (ValueError, TypeError, ImportError) as err:
+    except (ValueError, TypeError) as err:
         message = str(err).splitlines()[0] if str(err) else repr(err)
         fail(message + _string_arg_hint(config.env_args, message), USAGE_ERROR)
 
@@ -388,7 +413,7 @@ def evaluate(
         try:
             config, result, at_steps = evaluate_run(run_dir, episodes=episodes, seed=seed, device=device,
                                                       best=best)
-        except (ValueError, TypeError, ImportError) as err:
+        except (ValueError, TypeError) as err:
             _echo_warnings(caught)
             fail(str(err).strip().splitlines()[0] if str(err).strip() else repr(err))
     _echo_warnings(caught)
@@ -475,7 +500,7 @@ def _check_sweep_envs(trials: list[Any]) -> None:
 @app.command()
 def plot(
     folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
-    metric: str = typer.Option("test_win_rate", help="Metric of the curves, e.g. test_win_rate, test_return_mean."),
+    metric: str | None = typer.Option(None, help=METRIC_HELP, show_default=False),
     out: str | None = typer.Option(None, help="Folder of the PNGs (default: FOLDER/plots)."),
 ) -> None:
     """Curves per env: median and 25-75 % band per algorithm across seeds, plus y / E / Q_tot when logged."""
@@ -484,7 +509,7 @@ def plot(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            written = plot_runs(folder, metric=metric, out=out)
+            written = plot_runs(folder, metric=metric, out=out, echo=lambda line: typer.echo(line, err=True))
         except (ValueError, TypeError) as err:
             _echo_warnings(caught)
             fail(str(err))
@@ -497,7 +522,7 @@ def plot(
 def table(
     folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
     at: str = typer.Option("250000,500000", help="Comma-separated env steps at which to read the scores."),
-    metric: str = typer.Option("test_win_rate", help="Metric of the table."),
+    metric: str | None = typer.Option(None, help=METRIC_HELP, show_default=False),
     csv_path: str | None = typer.Option(None, "--csv", help="Also write the table to this CSV file."),
 ) -> None:
     """Score table: per env the mean over seeds at each step, then mean and median across envs per algorithm.
@@ -508,7 +533,9 @@ def table(
         SUMMARY_ENVS,
         furthest_step,
         load_runs,
+        metric_note,
         missing_cells,
+        resolve_metric,
         score_table,
         table_markdown,
         write_table_csv,
@@ -522,6 +549,7 @@ def table(
         warnings.simplefilter("always")
         try:
             runs = load_runs(folder)
+            given, metric = metric, resolve_metric(runs, metric)
             rows = score_table(runs, steps, metric)
         except (ValueError, TypeError) as err:
             _echo_warnings(caught)
@@ -533,6 +561,9 @@ def table(
         fail(f"no run has a {metric} value at env steps {', '.join(f'{s:,}' for s in steps)}: the furthest step any "
              f"run reached is {furthest:,} (a run has a value at t once it trained to t and was evaluated by then)")
     typer.echo(table_markdown(rows, metric))
+    note = metric_note(metric) if given is None else None
+    if note:
+        typer.echo(note, err=True)
     if missing:
         typer.echo(f"Hint: {missing} of {cells} cells are n/a: no seed of that env and algorithm trained to the step "
                    f"(the furthest any run reached is {furthest:,}) or evaluated by then; a mean or median across "
@@ -545,7 +576,7 @@ def table(
 def report(
     folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
     at: str = typer.Option("250000,500000", help="Comma-separated env steps at which to compare the runs."),
-    metric: str = typer.Option("test_win_rate", help="Metric of the report, e.g. test_win_rate, test_return_mean."),
+    metric: str | None = typer.Option(None, help=METRIC_HELP, show_default=False),
     out: str | None = typer.Option(None, help="Folder of report.md, the PNGs and marl_eval.json (default: "
                                    "FOLDER/report)."),
     reps: int = typer.Option(2000, help="Bootstrap replications of each confidence interval."),
@@ -569,7 +600,7 @@ def report(
         try:
             done = protocol_report(folder, steps, metric=metric, out=out, reps=reps, absolute=absolute,
                                    echo=lambda line: typer.echo(line, err=True))
-        except (ValueError, TypeError, ImportError) as err:
+        except (ValueError, TypeError) as err:
             _echo_warnings(caught)
             fail(str(err))
     _echo_warnings(caught)
@@ -678,7 +709,7 @@ def memory_cost(
     else:
         try:
             n_agents, n_actions, state_dim, source = sizes_of(target, parse_env_args(env_arg))
-        except (ValueError, TypeError, ImportError) as err:
+        except (ValueError, TypeError) as err:
             fail(str(err).splitlines()[0] if str(err) else repr(err), USAGE_ERROR)
     if state_dim <= 0:
         fail(f"--state-size {state_dim}: expected a positive state size F", USAGE_ERROR)

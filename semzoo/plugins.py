@@ -7,13 +7,21 @@ A plugin is any importable module whose import registers things (``semzoo.regist
   CLI's ``--plugin MODULE`` option sets, so Ray workers of a sweep import them too;
 - every entry point of the group ``semzoo.plugins`` of the installed packages, e.g. in a
   package's pyproject.toml: ``[project.entry-points."semzoo.plugins"] mine = "mypkg.semzoo_plugin"``.
+
+The registries (mixers, algorithms, envs) follow one rule, ``check_free``: registering the same object
+under a name again is a no-op (a plugin imported twice), another object under a taken name is a
+ValueError unless the call passes ``replace=True``.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Mapping
 from importlib.metadata import entry_points
+from typing import Any
+
+from semzoo.errors import MissingDependency
 
 PLUGINS_ENV = "SEMZOO_PLUGINS"
 ENTRY_POINT_GROUP = "semzoo.plugins"
@@ -42,7 +50,11 @@ def load_plugins() -> None:
         key = f"entry point {ep.name}={ep.value}"
         if key not in _loaded:
             _loaded.add(key)
-            ep.load()
+            try:
+                ep.load()
+            except ImportError as err:
+                raise MissingDependency(f"plugin {key} cannot be imported ({err}): reinstall the package that "
+                                        "declares it, or uninstall it") from None
 
 
 def _import(module: str) -> None:
@@ -51,6 +63,34 @@ def _import(module: str) -> None:
     try:
         importlib.import_module(module)
     except ImportError as err:
-        raise ValueError(f"plugin module {module!r} cannot be imported ({err}): put it on PYTHONPATH or install "
-                         f"it, or remove it from --plugin / {PLUGINS_ENV}") from None
+        raise MissingDependency(f"plugin module {module!r} cannot be imported ({err}): put it on PYTHONPATH or "
+                                f"install it, or remove it from --plugin / {PLUGINS_ENV}") from None
     _loaded.add(module)
+
+
+def check_free(kind: str, name: str, obj: Any, registry: Mapping[str, Any], *, replace: bool) -> None:
+    """ValueError when ``name`` is taken in ``registry`` by another object than ``obj`` and not ``replace``.
+
+    "The same object" is identity, equality (two equal ``Algorithm`` rows), or a class or function of the same
+    module and qualified name (its module was imported again, e.g. reloaded), which replaces the old one.
+    """
+    taken = registry.get(name)
+    if taken is None or replace or taken is obj or _same_definition(taken, obj):
+        return
+    raise ValueError(f"{kind} name {name!r} is already registered to {_describe(taken)}; pick another name, or "
+                     f"pass replace=True to replace it with {_describe(obj)}")
+
+
+def _same_definition(a: Any, b: Any) -> bool:
+    if isinstance(a, type) or (callable(a) and hasattr(a, "__qualname__")):
+        key = (getattr(a, "__module__", None), getattr(a, "__qualname__", None))
+        return "<lambda>" not in str(key[1]) and key == (getattr(b, "__module__", None), getattr(b, "__qualname__", None))
+    try:
+        return bool(a == b)
+    except Exception:  # an object whose == does not return a bool (arrays): not the same
+        return False
+
+
+def _describe(obj: Any) -> str:
+    qualname = getattr(obj, "__qualname__", None)
+    return f"{obj.__module__}.{qualname}" if qualname and hasattr(obj, "__module__") else repr(obj)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -34,3 +37,26 @@ def record_losses(trainer) -> list[float]:
 
     trainer.learner.train = recording
     return losses
+
+
+PLUGINS = Path(__file__).parent / "plugins"
+"""Plugin modules as users write them (``semzoo --plugin MODULE``)."""
+
+
+@pytest.fixture
+def fresh_registries(monkeypatch):
+    """Copies of the mixer, algorithm and env registries and of the plugin state, put back after the test,
+    with tests/plugins on sys.path: what a test registers (broken extensions on purpose) leaves no trace."""
+    import semzoo.algos
+    import semzoo.mixers.base
+    import semzoo.plugins
+    from semzoo.envs import registry
+
+    semzoo.mixers.base._import_builtin()  # registered into the real registry, not into the test's copy
+    monkeypatch.setattr(semzoo.mixers.base, "_REGISTRY", dict(semzoo.mixers.base._REGISTRY))
+    monkeypatch.setattr(semzoo.algos, "_TABLE", dict(semzoo.algos._TABLE))
+    monkeypatch.setattr(registry, "_registered", dict(registry._registered))
+    monkeypatch.setattr(semzoo.plugins, "_loaded", set(semzoo.plugins._loaded))
+    monkeypatch.delenv(semzoo.plugins.PLUGINS_ENV, raising=False)
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    monkeypatch.delitem(sys.modules, "contract_breakers", raising=False)  # its import registers again

@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import NO_ACTOR, NO_ACTOR_FLAGS
+from typer.testing import CliRunner
 
 from semzoo import TrainConfig, algorithm_ids, train
 from semzoo.algos import Algorithm, parse_algorithm, register_algorithm
+from semzoo.cli import app
 from semzoo.config import ExplorationConfig, LearnerConfig
 from semzoo.run.rundir import read_metrics
 
@@ -83,9 +85,50 @@ def test_a_mixer_registered_by_a_plugin_module_trains_from_the_cli(tmp_path):
     assert "toy-sum on matrix:additive" in done.stdout
 
 
-def test_a_plugin_that_cannot_be_imported_is_a_one_line_usage_error(tmp_path):
+def test_a_plugin_that_cannot_be_imported_is_a_one_line_error_of_the_environment(tmp_path):
     done = subprocess.run([sys.executable, "-m", "semzoo.cli", "--plugin", "no_such_plugin_module", "algos"],
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2
+    assert done.returncode == 1  # a missing optional part, like a missing extra: exit 1
     assert done.stderr.strip().count("\n") == 0 and "no_such_plugin_module" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_registered_mixer_returning_b_t_is_one_line_from_the_cli(tmp_path, fresh_registries):
+    """Without the Mixer's output check this trained on matrix:climbing with a [B, B] broadcast loss, exit 0."""
+    result = CliRunner().invoke(app, ["--plugin", "contract_breakers", "train", "--env", "matrix:climbing",
+                                      "--algo", "badshape", "--steps", "100", "--batch-size", "8", "--buffer-size",
+                                      "64", "--test-episodes", "4", "--out", str(tmp_path), *NO_ACTOR_FLAGS])
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.stderr
+    assert lines[0].startswith("Error: mixer ForgotKeepdimMixer (registered as 'badshape'): mix() returned a tensor "
+                               "of shape (8, 1) and dtype torch.float32; expected a floating-point tensor of shape "
+                               "[B, T, 1] = (8, 1, 1)"), lines[0]
+
+
+def test_register_algorithm_checks_the_row_when_it_is_registered(fresh_registries):
+    with pytest.raises(ValueError, match=r"algorithm 'mine': mixer 'nomixer' is not registered: expected one of "
+                                         r".*qmix.*register_mixer"):
+        register_algorithm(Algorithm("mine", "nomixer"))
+    with pytest.raises(ValueError, match=r"learner 'QLearner': expected 'module:Class'"):
+        register_algorithm(Algorithm("mine", "qmix", learner="QLearner"))
+    with pytest.raises(ValueError, match=r"learner module 'no_such_learners' cannot be imported"):
+        register_algorithm(Algorithm("mine", "qmix", learner="no_such_learners:Mine"))
+    with pytest.raises(ValueError, match=r"module 'semzoo.learners.wqmix' has no 'Nope'"):
+        register_algorithm(Algorithm("mine", "qmix", learner="semzoo.learners.wqmix:Nope"))
+    with pytest.raises(TypeError, match=r"learner 'torch.nn:Linear' is .*expected a subclass of .*QLearner"):
+        register_algorithm(Algorithm("mine", "qmix", learner="torch.nn:Linear"))
+    assert "mine" not in algorithm_ids()
+
+
+def test_registering_an_algorithm_again_is_a_no_op_and_another_under_its_name_an_error(fresh_registries):
+    row = Algorithm("mine", "qmix", learner="semzoo.learners.wqmix:WQMIXLearner", learner_args={"weighting": "cw"})
+    register_algorithm(row)
+    register_algorithm(Algorithm("mine", "qmix", learner="semzoo.learners.wqmix:WQMIXLearner",
+                                 learner_args={"weighting": "cw"}))  # an equal row: a plugin imported twice
+    with pytest.raises(ValueError, match=r"algorithm name 'mine' is already registered to .*pass replace=True"):
+        register_algorithm(Algorithm("mine", "qmix"))
+    with pytest.raises(ValueError, match="algorithm name 'qmix' is already registered"):
+        register_algorithm(Algorithm("qmix", "vdn"))
+    register_algorithm(Algorithm("mine", "vdn"), replace=True)
+    assert parse_algorithm("sem-mine").mixer == "vdn"

@@ -257,3 +257,90 @@ def test_resume_names_the_flags_it_ignores(tmp_path):
     assert result.exit_code == 0, result.output
     assert "Warning: --resume trains with the run's own config.json; ignoring --lr, --double-q" in result.output
     assert "after 80 steps" in result.output
+
+
+# ----- a missing optional part: one line, exit 1, in every command -------------------------------------------------
+
+
+def assert_missing_part(result, *needles: str) -> None:
+    """Exit 1 (an error of the user's environment) with one ``Error:`` line on stderr holding every needle."""
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.output
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def hide_modules(monkeypatch, *names: str) -> None:
+    """Make ``import name`` (and of its submodules) raise ImportError in this process, as if not installed."""
+    import sys
+
+    for loaded in [m for m in sys.modules if m.partition(".")[0] in names]:
+        monkeypatch.setitem(sys.modules, loaded, None)
+    for name in names:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def test_smac_without_starcraft_is_one_line_from_the_installed_command(tmp_path):
+    """The console script (not CliRunner): what a user without StarCraft II sees; it was a 53-line traceback."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("smac") is not None:
+        pytest.skip("oxwhirl SMAC is installed here")
+    done = subprocess.run([sys.executable, "-c", "from semzoo.cli import main; main()", "train", "--env", "smac:3m",
+                           "--steps", "10", "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()] and "Traceback" not in done.stderr
+    assert done.stderr.startswith("Error: oxwhirl SMAC is not installed; install it with `pip install git+")
+    assert not list(tmp_path.iterdir())  # refused before a run directory was made
+
+
+def test_smax_without_jaxmarl_names_the_extra(monkeypatch, tmp_path):
+    import semzoo.envs
+
+    hide_modules(monkeypatch, "jaxmarl")
+    monkeypatch.delitem(__import__("sys").modules, "semzoo.envs.smax", raising=False)  # imported again without it
+    monkeypatch.delattr(semzoo.envs, "smax", raising=False)
+    for args in (["train", "--env", "smax:3m", "--steps", "10", "--out", str(tmp_path)],
+                 ["memory-cost", "smax:3m"]):
+        assert_missing_part(invoke(*args), "SMAX needs jaxmarl", "pip install 'semzoo[smax]'")
+
+
+def test_sweep_without_ray_names_the_extra(monkeypatch, tmp_path):
+    hide_modules(monkeypatch, "ray")
+    result = invoke("sweep", "--envs", "matrix:climbing", "--algos", "vdn", "--seeds", "1", "--steps", "20",
+                    "--out", str(tmp_path))
+    assert_missing_part(result, "sweeps run on Ray, which is not installed: pip install 'semzoo[ray]'")
+
+
+def test_plot_without_matplotlib_names_the_extra(monkeypatch, tmp_path):
+    result = invoke("train", "--env", "matrix:penalty", "--algo", "vdn", "--steps", "40", "--out", str(tmp_path),
+                    "--batch-size", "4", "--buffer-size", "16", "--test-episodes", "4", "--test-interval", "20",
+                    *NO_ACTOR_FLAGS)
+    assert result.exit_code == 0, result.output
+    hide_modules(monkeypatch, "matplotlib")
+    assert_missing_part(invoke("plot", str(tmp_path)), "plots need matplotlib", "pip install 'semzoo[plot]'")
+
+
+@pytest.mark.parametrize("where", ["option", "variable"])
+def test_a_plugin_module_that_does_not_import_is_one_line(monkeypatch, fresh_registries, where):
+    if where == "option":
+        result = invoke("--plugin", "no_such_plugin_module", "algos")
+    else:  # named in SEMZOO_PLUGINS, imported when an id is first looked up
+        monkeypatch.setenv("SEMZOO_PLUGINS", "no_such_plugin_module")
+        result = invoke("algos")
+    assert_missing_part(result, "plugin module 'no_such_plugin_module' cannot be imported", "PYTHONPATH")
+
+
+def test_an_import_error_inside_a_users_env_factory_is_one_line(monkeypatch, tmp_path, fresh_registries):
+    import semzoo
+
+    def factory():
+        import no_such_simulator  # noqa: F401
+
+    semzoo.register_env("needs_a_simulator", factory)
+    result = invoke("train", "--env", "needs_a_simulator", "--out", str(tmp_path))
+    assert_missing_part(result, "No module named 'no_such_simulator'", "a module did not import")

@@ -136,7 +136,14 @@ def test_env_without_state_is_rejected():
         CTDEEnv(NoState())
 
 
-@pytest.mark.parametrize("env_id", ["nope:x", "matrix", "pz:not_a_module_xyz:f", "pz:json:nothing"])
+@pytest.mark.parametrize("env_id", ["nope:x", "matrix", "pz:json:nothing", "pz:json.no_such_module:f"])
 def test_bad_env_ids_are_rejected(env_id):
     with pytest.raises(ValueError, match="env id"):
         make_env(env_id)
+
+
+def test_a_pz_id_whose_package_is_not_installed_is_a_missing_dependency():
+    from semzoo.errors import MissingDependency
+
+    with pytest.raises(MissingDependency, match=r"env id 'pz:not_a_module_xyz:f'.*install it"):
+        make_env("pz:not_a_module_xyz:f")

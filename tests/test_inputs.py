@@ -213,13 +213,16 @@ def no_ray(monkeypatch):
     monkeypatch.setattr(semzoo.run.sweep, "run_sweep", run_sweep)
 
 
-@pytest.mark.parametrize(("envs", "extra", "needles"), [
-    ("matrix:climbing,nope:x", (), ("unknown env id 'nope:x'",)),
-    ("pz:no_such_module:env", (), ("cannot import module 'no_such_module'",)),
-    ("matrix:penalty", ("--set", 'env_args={"k": "abc"}'), ("k='abc'",)),
+@pytest.mark.parametrize(("envs", "extra", "code", "needles"), [
+    ("matrix:climbing,nope:x", (), USAGE_ERROR, ("unknown env id 'nope:x'",)),
+    # A package that is not installed is the user's environment (exit 1); a misspelt module of one is bad input.
+    ("pz:no_such_module:env", (), DOMAIN_ERROR, ("cannot import module 'no_such_module'", "install it")),
+    ("pz:pettingzoo.no_such_env_v0:parallel_env", (), USAGE_ERROR,
+     ("cannot import module 'pettingzoo.no_such_env_v0'", "check the module's spelling")),
+    ("matrix:penalty", ("--set", 'env_args={"k": "abc"}'), USAGE_ERROR, ("k='abc'",)),
 ])
-def test_sweep_refuses_a_bad_env_before_ray_starts(tmp_path, no_ray, envs, extra, needles):
-    assert_one_line_error(sweep(tmp_path, envs, *extra), USAGE_ERROR, *needles)
+def test_sweep_refuses_a_bad_env_before_ray_starts(tmp_path, no_ray, envs, extra, code, needles):
+    assert_one_line_error(sweep(tmp_path, envs, *extra), code, *needles)
 
 
 @pytest.mark.smax

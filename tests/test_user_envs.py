@@ -146,3 +146,65 @@ def test_cli_env_errors_are_one_line(tmp_path, args, needle):
     result = CliRunner().invoke(app, ["train", *args, "--steps", "10", "--out", str(tmp_path)])
     assert result.exit_code == 2
     assert needle in result.output and "Traceback" not in result.output
+
+
+class StateGridEnv(MeetingEnv):
+    """Declares its state as a [1, 2] Box and gives the integer cell of each agent in that shape."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state_space = spaces.Box(0, 4, (1, 2), np.int64)
+
+    def state(self):
+        return self._pos.reshape(1, 2).copy()
+
+
+@pytest.mark.parametrize(("env_class", "when", "got", "expected"), [
+    ("StateGrowsEnv", "step 2", "shape (4,) and dtype float64", "shape (3,) (its state_space)"),
+    ("StateTextEnv", "reset()", "shape (3,) and dtype <U1", "shape (3,) (its state_space)"),
+])
+def test_a_state_that_is_not_the_declared_flat_array_is_one_error_naming_the_env(fresh_registries, env_class, when,
+                                                                                  got, expected):
+    import contract_breakers
+
+    from semzoo.wrappers.ctde import CTDEEnv
+
+    env = CTDEEnv(getattr(contract_breakers, env_class)(), name="mine")
+    with pytest.raises(ValueError) as err:
+        env.reset(seed=0)
+        for _ in range(3):
+            env.step(np.ones(2, np.int64))
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"env 'mine' ({env_class}): state() returned an array of {got} after {when}; "
+                              f"expected 3 numbers (float, int or bool), {expected}"), message
+
+
+def test_a_state_in_its_declared_shape_and_integer_dtype_is_read_flat_as_float32():
+    from semzoo.wrappers.ctde import CTDEEnv
+
+    env = CTDEEnv(StateGridEnv())
+    obs, _ = env.reset(seed=0)
+    assert obs["state"].shape == (2,) and obs["state"].dtype == np.float32
+    assert obs["state"].tolist() == env.env._pos.tolist()
+
+
+@pytest.mark.parametrize(("env", "needle"), [
+    ("state_grows", "env 'state_grows' (StateGrowsEnv): state() returned an array of shape (4,) and dtype float64 "
+                    "after step 2; expected 3 numbers"),
+    ("state_text", "env 'state_text' (StateTextEnv): state() returned an array of shape (3,) and dtype <U1 after "
+                   "reset(); expected 3 numbers"),
+])
+def test_cli_names_the_env_whose_state_breaks_the_contract_in_one_line(tmp_path, fresh_registries, env, needle):
+    result = CliRunner().invoke(app, ["--plugin", "contract_breakers", "train", "--env", env, "--algo", "vdn",
+                                      "--steps", "60", "--out", str(tmp_path), *NO_ACTOR_FLAGS])
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.stderr
+    assert lines[0].startswith(f"Error: {needle}"), lines[0]
+
+
+def test_register_env_replace_is_the_keyword_of_every_registry():
+    semzoo.register_env("meeting_replaced", MeetingEnv)
+    semzoo.register_env("meeting_replaced", StateGridEnv, replace=True)
+    assert isinstance(make_env("meeting_replaced"), StateGridEnv)

@@ -30,6 +30,9 @@ from pettingzoo.utils.env import ParallelEnv
 
 from semzoo.types import CTDEArrays
 
+STATE_DTYPE_KINDS = "fiub"
+"""numpy dtype kinds a state() may have (float, int, unsigned, bool): cast to float32 without surprise."""
+
 ACTION_MASK_KEY = "action_mask"
 OBSERVATION_KEY = "observation"
 DEFAULT_EPISODE_LIMIT = 200
@@ -151,6 +154,7 @@ class CTDEEnv(gymnasium.Env):
         episode_limit: int | None = None,
         noop_action: int = 0,
         reward_reduction: Literal["mean", "sum"] = "mean",
+        name: str | None = None,
     ) -> None:
         if not callable(getattr(env, "state", None)):
             raise TypeError(
@@ -165,8 +169,14 @@ class CTDEEnv(gymnasium.Env):
         self.obs_dim = self.layout.obs_dim
         self.n_actions = self.layout.n_actions
         self.noop_action = noop_action
+        self.name = name
         state_space = getattr(env, "state_space", None)
-        self.state_dim = int(np.prod(state_space.shape)) if state_space is not None else int(np.size(env.state()))
+        # The declared state shape: the state_space's, else the shape of the first state() (read once here).
+        declared = tuple(state_space.shape) if state_space is not None else np.shape(env.state())
+        self.state_dim = int(np.prod(declared))
+        self._state_declared = f"shape {declared}" + (" (its state_space)" if state_space is not None else
+                                                      " (its first state(), as it has no state_space)")
+        self._state_shapes = {declared, (self.state_dim,)}
         self.reward_reduction = reward_reduction
         own_limit = _episode_limit_of(env)
         self.episode_limit = int(episode_limit or own_limit or DEFAULT_EPISODE_LIMIT)
@@ -189,8 +199,21 @@ class CTDEEnv(gymnasium.Env):
 
     def _arrays(self, obs: dict[str, Any]) -> dict[str, np.ndarray]:
         obs_AO, avail_AU, alive_A = self.layout.pad(obs)
-        state = np.asarray(self.env.state(), np.float32).reshape(-1)
+        raw = np.asarray(self.env.state())
+        # A shape and dtype compare per step: a state of another size would be cut or padded nowhere, but
+        # reach the mixers and the SEM projection as a different vector from the one the run was sized for.
+        if raw.shape not in self._state_shapes or raw.dtype.kind not in STATE_DTYPE_KINDS:
+            raise ValueError(self._bad_state(raw))
+        state = raw.astype(np.float32, copy=False).reshape(-1)
         return {"obs": obs_AO, "state": state, "avail": avail_AU.astype(np.int8), "alive": alive_A.astype(np.int8)}
+
+    def _bad_state(self, raw: np.ndarray) -> str:
+        """The one line for a state() that is not the declared flat array of numbers."""
+        who = f"env {self.name!r} ({type(self.env).__name__})" if self.name else f"env {type(self.env).__name__}"
+        when = "reset()" if self._t == 0 else f"step {self._t}"
+        return (f"{who}: state() returned an array of shape {raw.shape} and dtype {raw.dtype} after {when}; "
+                f"expected {self.state_dim} numbers (float, int or bool), {self._state_declared}: make state() "
+                "return the same flat array at every step and declare its shape in state_space (a gymnasium Box)")
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)

@@ -28,6 +28,7 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from semzoo.envs.maps import SC2_BACKEND, SMAC_MAPS, SMAC_N_NON_ATTACK_ACTIONS, UnknownMapError
+from semzoo.errors import MissingDependency
 
 NOOP_ACTION = 0
 SMAC_GIT_URL = "git+https://github.com/oxwhirl/smac.git"
@@ -40,8 +41,11 @@ UNBOUNDED = (-np.inf, np.inf)
 ENV_INFO_KEYS = ("n_agents", "n_actions", "obs_shape", "state_shape", "episode_limit")
 
 
-class SMACUnavailableError(RuntimeError):
-    """StarCraft II or oxwhirl SMAC is missing or misconfigured; the message says how to fix it."""
+class SMACUnavailableError(MissingDependency, RuntimeError):
+    """StarCraft II or oxwhirl SMAC is missing or misconfigured; the message says how to fix it.
+
+    A ``MissingDependency`` (the CLI prints its one line and exits 1); still a RuntimeError for older callers.
+    """
 
 
 def agent_names_for(unit_types: Sequence[str] | None, n_agents: int) -> list[str]:

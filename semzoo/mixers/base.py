@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from semzoo.config import MixerConfig
+from semzoo.plugins import check_free
 
 
 class Mixer(nn.Module):
@@ -30,7 +31,23 @@ class Mixer(nn.Module):
         expected_state = (*agent_qs.shape[:2], self.state_dim)
         if tuple(state.shape) != expected_state:
             raise ValueError(f"state has shape {tuple(state.shape)}: expected {expected_state} to match agent_qs")
-        return self.mix(agent_qs, state, **extra)
+        q_tot = self.mix(agent_qs, state, **extra)
+        # A shape compare per call, nothing more: a [B,T] q_tot would broadcast against the [B,T,1] targets
+        # into a [B,T,B] loss (on a one-step game [B,B]) and train on nonsense without a word.
+        if not isinstance(q_tot, torch.Tensor) or q_tot.shape != (*agent_qs.shape[:2], 1) or \
+                not q_tot.is_floating_point():
+            raise ValueError(self._bad_output(q_tot, (*agent_qs.shape[:2], 1)))
+        return q_tot
+
+    def _bad_output(self, q_tot: object, expected: tuple[int, ...]) -> str:
+        """The one line for a ``mix`` result that breaks the contract."""
+        name = _registered_name(type(self))
+        who = f"mixer {type(self).__name__}" + (f" (registered as {name!r})" if name else "")
+        got = (f"a tensor of shape {tuple(q_tot.shape)} and dtype {q_tot.dtype}" if isinstance(q_tot, torch.Tensor)
+               else f"a {type(q_tot).__name__}")
+        return (f"{who}: mix() returned {got}; expected a floating-point tensor of shape [B, T, 1] = {expected} "
+                "(one Q_tot per batch entry and time step): reduce over the agent axis with keepdim=True, "
+                "e.g. agent_qs_BTA.sum(dim=-1, keepdim=True)")
 
     @classmethod
     def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> Mixer:
@@ -45,15 +62,31 @@ MixerBuilder = type[Mixer]
 _REGISTRY: dict[str, MixerBuilder] = {}
 
 
-def register_mixer(name: str) -> Callable[[MixerBuilder], MixerBuilder]:
+def register_mixer(name: str, *, replace: bool = False) -> Callable[[MixerBuilder], MixerBuilder]:
     """Class decorator: make a mixer available as ``make_mixer(name, ...)`` and as algorithm ids
-    ``name``, ``sem-name`` and ``saem-name`` (see semzoo.algos)."""
+    ``name``, ``sem-name`` and ``saem-name`` (see semzoo.algos).
+
+    The registries' one rule (``semzoo.plugins.check_free``): registering the same class again is a no-op,
+    another class under a taken name is a ValueError unless ``replace=True``.
+    """
+    if not isinstance(name, str) or not name or name.strip() != name:
+        raise ValueError(f"mixer name {name!r}: expected a non-empty string without surrounding spaces")
 
     def decorate(builder: MixerBuilder) -> MixerBuilder:
+        if not (isinstance(builder, type) and issubclass(builder, Mixer)):
+            raise TypeError(f"register_mixer({name!r}) got {builder!r}: expected a subclass of semzoo.Mixer "
+                            "that implements mix(agent_qs [B,T,A], state [B,T,S]) -> [B,T,1]")
+        _import_builtin()  # a user class must not take a built-in name that is only imported later
+        check_free("mixer", name, builder, _REGISTRY, replace=replace)
         _REGISTRY[name] = builder
         return builder
 
     return decorate
+
+
+def _registered_name(builder: type) -> str | None:
+    """The name ``builder`` is registered under, if any (for error messages)."""
+    return next((name for name, registered in _REGISTRY.items() if registered is builder), None)
 
 
 def mixer_names() -> list[str]:

@@ -35,16 +35,18 @@ import numpy as np
 
 from semzoo.algos import EPISODIC_KINDS
 from semzoo.config import config_fields
+from semzoo.errors import MissingDependency
 from semzoo.run.report import (
     RunSeries,
     _colours,
     _figure,
     _grouped,
     _save,
-    check_metric,
     curve_steps,
     load_runs,
+    metric_note,
     metric_panels,
+    resolve_metric,
     score_table,
     table_markdown,
 )
@@ -71,12 +73,12 @@ INSTALL_HINT = "pip install 'semzoo[report]'"
 
 
 def require_rliable() -> None:
-    """ImportError with the install command when rliable (or a dependency of it) does not import."""
+    """MissingDependency with the install command when rliable (or a dependency of it) does not import."""
     try:
         import rliable.library
         import rliable.metrics  # noqa: F401
     except Exception as err:  # rliable's arch fails with TypeError, not ImportError, under pandas 3
-        raise ImportError(f"semzoo report needs rliable, which did not import ({type(err).__name__}: "
+        raise MissingDependency(f"semzoo report needs rliable, which did not import ({type(err).__name__}: "
                           f"{str(err).splitlines()[0] if str(err) else ''}): {INSTALL_HINT}") from None
 
 
@@ -595,18 +597,22 @@ def _improvement_table(rows: Sequence[Improvement], title: str) -> str:
     return "\n".join(lines)
 
 
-def report(root: str | Path, at: Sequence[int], metric: str = "test_win_rate", out: str | Path | None = None,
+def report(root: str | Path, at: Sequence[int], metric: str | None = None, out: str | Path | None = None,
            reps: int = DEFAULT_REPS, absolute: bool = False, echo: Callable[[str], None] = lambda line: None) -> Report:
     """Statistics, figures, marl-eval export and ``report.md`` for the runs under ``root`` (into ``out``).
 
     ``echo`` receives progress lines (the CLI prints them on stderr): bootstraps take a while at 2,000 reps.
+    ``metric`` None: the win rate where the runs log it, else the test return; ``echo`` gets a line naming the fallback.
     """
     require_rliable()
     if reps < 1:
         raise ValueError(f"--reps {reps}: expected a positive number of bootstrap replications, e.g. 2000")
     runs = load_runs(root)
-    check_metric(runs, metric)
+    given, metric = metric, resolve_metric(runs, metric)
     check_steps(runs, metric, at)
+    note = metric_note(metric) if given is None else None
+    if note:
+        echo(note)
     out = Path(out) if out is not None else Path(root) / "report"
     if absolute:
         compute_absolute(runs, echo)

@@ -23,13 +23,15 @@ import csv
 import math
 import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from semzoo.config import TrainConfig
+from semzoo.errors import MissingDependency
 from semzoo.run.rundir import CONFIG_FILE, METRICS_FILE, load_run_config, read_metrics, run_labels
 
 TARGET_METRICS = {"target_y": "y", "target_e": "E", "q_tot": "Q_tot"}
@@ -146,11 +148,38 @@ def load_run(run_dir: Path) -> RunSeries:
                      metrics=metrics, test_interval=config.test_interval, config=config)
 
 
+DEFAULT_METRICS = ("test_win_rate", "test_return_mean")
+"""The metric of plot, table and report when none is given: the first of these that a run logs (matrix games
+and MPE log no win rate, so their runs are compared by greedy test return)."""
+
+
 def check_metric(runs: Sequence[RunSeries], metric: str) -> None:
     """ValueError naming the known metrics when no run logged ``metric``."""
     known = sorted({name for run in runs for name in run.metrics})
     if metric not in known:
-        raise ValueError(f"unknown metric {metric!r}: the runs logged {', '.join(known)}")
+        raise ValueError(f"unknown metric {metric!r}: the runs logged {', '.join(known)}; pick one with --metric")
+
+
+def resolve_metric(runs: Sequence[RunSeries], metric: str | None) -> str:
+    """``metric`` if a run logged it (ValueError listing the logged ones otherwise); for None the first of
+    ``DEFAULT_METRICS`` that a run logged."""
+    if metric is not None:
+        check_metric(runs, metric)
+        return metric
+    logged = {name for run in runs for name in run.metrics}
+    for default in DEFAULT_METRICS:
+        if default in logged:
+            return default
+    raise ValueError(f"the runs log none of {', '.join(DEFAULT_METRICS)} (they logged {', '.join(sorted(logged))}): "
+                     "pick a metric with --metric")
+
+
+def metric_note(metric: str) -> str | None:
+    """The line that says a command fell back to ``metric`` when given none (None for the first default)."""
+    if metric not in DEFAULT_METRICS[1:]:
+        return None
+    skipped = DEFAULT_METRICS[:DEFAULT_METRICS.index(metric)]
+    return f"metric: {metric} (no run logs {', '.join(skipped)}); choose another with --metric"
 
 
 def _grouped(runs: Iterable[RunSeries]) -> dict[str, dict[str, list[RunSeries]]]:
@@ -182,10 +211,19 @@ def curve(runs: Sequence[RunSeries], metric: str) -> tuple[np.ndarray, np.ndarra
     return steps, mid, lo, hi
 
 
-def _figure(n_panels: int):
-    import matplotlib
-
+def _matplotlib() -> Any:
+    """The matplotlib module (Agg backend), or MissingDependency naming the extra that installs it."""
+    try:
+        import matplotlib
+    except ImportError as err:
+        raise MissingDependency(f"plots need matplotlib, which did not import ({err}): "
+                                f"pip install 'semzoo[plot]'") from None
     matplotlib.use("Agg")
+    return matplotlib
+
+
+def _figure(n_panels: int):
+    _matplotlib()
     import matplotlib.pyplot as plt
 
     cols = min(n_panels, MAX_COLUMNS)
@@ -197,9 +235,7 @@ def _figure(n_panels: int):
 
 
 def _colours(algos: Sequence[str]) -> dict[str, tuple]:
-    import matplotlib
-
-    cmap = matplotlib.colormaps["tab10"]
+    cmap = _matplotlib().colormaps["tab10"]
     return {algo: cmap(i % cmap.N) for i, algo in enumerate(algos)}
 
 
@@ -276,14 +312,23 @@ def _save(plt, fig, path: str | Path) -> Path:
     return path
 
 
-def plot_runs(root: str | Path, metric: str = "test_win_rate", out: str | Path | None = None) -> list[Path]:
-    """``<metric>.png`` (and ``targets.png`` when memory metrics exist) for the runs under ``root``."""
+def plot_runs(root: str | Path, metric: str | None = None, out: str | Path | None = None,
+              echo: Callable[[str], None] = lambda line: None) -> list[Path]:
+    """``<metric>.png`` (and ``targets.png`` when memory metrics exist) for the runs under ``root``.
+
+    ``metric`` None: the win rate where the runs log it, else the test return (``resolve_metric``);
+    ``echo`` then receives the line naming the fallback.
+    """
     runs = load_runs(root)
+    given, metric = metric, resolve_metric(runs, metric)
     out = Path(out) if out is not None else Path(root) / "plots"
     written = [plot_metric(runs, metric, out / f"{metric}.png")]
     targets = plot_targets(runs, out / "targets.png")
     if targets is not None:
         written.append(targets)
+    note = metric_note(metric) if given is None else None
+    if note:
+        echo(note)
     return written
 
 
@@ -306,14 +351,15 @@ class TableRow:
 SUMMARY_ENVS = ("mean", "median")
 
 
-def score_table(runs: Sequence[RunSeries], at: Sequence[int], metric: str = "test_win_rate") -> list[TableRow]:
+def score_table(runs: Sequence[RunSeries], at: Sequence[int], metric: str | None = None) -> list[TableRow]:
     """Per (step, algo, env): the mean over seeds of the metric at ``step``; then mean and median across envs.
 
     A mean or median across envs is NaN (n/a) unless every env of the table has a value for that algorithm
     at that step: a summary over fewer envs would not compare with the other algorithms'. Its ``seeds``
-    counts the envs with a value, ``envs`` all of them (the markdown shows ``n/a (2/3 envs)``).
+    counts the envs with a value, ``envs`` all of them (the markdown shows ``n/a (2/3 envs)``). ``metric``
+    None: the win rate where the runs log it, else the test return (``resolve_metric``).
     """
-    check_metric(runs, metric)
+    metric = resolve_metric(runs, metric)
     if not at or any(step < 0 for step in at):
         raise ValueError(f"--at {list(at)}: expected one or more non-negative env-step counts, e.g. 250000,500000")
     groups = _grouped(runs)

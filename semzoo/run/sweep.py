@@ -32,6 +32,7 @@ from typing import Any
 
 from semzoo.algos import parse_algorithm
 from semzoo.config import SECTIONS, TrainConfig, config_fields
+from semzoo.errors import MissingDependency
 from semzoo.run.multi import MultiTrainer, group_config
 from semzoo.run.progress import SWEEP_PROGRESS_INTERVAL_S, SweepProgress
 from semzoo.run.rundir import CONFIG_FILE, default_run_name, run_finished, setting_text
@@ -301,7 +302,7 @@ def run_sweep(trials: Sequence[Trial | PackedTrial], *, address: str | None = No
     try:
         import ray
     except ImportError:
-        raise ValueError("sweeps run on Ray, which is not installed: pip install 'semzoo[ray]'") from None
+        raise MissingDependency("sweeps run on Ray, which is not installed: pip install 'semzoo[ray]'") from None
     _quiet_ray_startup()
     started_here = not ray.is_initialized()
     if started_here:
