@@ -1,7 +1,8 @@
 """The ``semzoo`` command line: thin wrappers that build a config and call the library.
 
-Exit codes: 0 success, 1 domain error (bad run directory, environment failure), 2 usage error
-(bad flag value). Errors are one line on stderr, never a traceback.
+Exit codes: 0 success, 1 domain error (bad run directory, environment failure, a missing optional part:
+an extra, StarCraft II, a plugin module), 2 usage error (bad flag value). Errors are one line on stderr,
+never a traceback.
 """
 
 from __future__ import annotations

@@ -256,3 +256,60 @@ def test_cli_without_rliable_names_the_extra(runs_root, monkeypatch):
     assert result.exit_code == 1
     assert "pip install 'semzoo[report]'" in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+# ----- runs that log no win rate (matrix games, MPE): the test return, said so -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def matrix_runs(tmp_path_factory):
+    """Two seeds each of qmix and sem-qmix trained 120 env steps on the two-step game: no test_win_rate logged."""
+    from semzoo import train_seeds
+    from semzoo.config import AgentConfig, ExplorationConfig, LearnerConfig, MemoryConfig
+
+    root = tmp_path_factory.mktemp("matrix") / "runs"
+    for algo in ("qmix", "sem-qmix"):
+        config = TrainConfig(env="matrix:two_step", algo=algo, steps=120, n_envs=4, test_episodes=4, test_interval=40,
+                             log_interval=40, save_interval=0, sequential=True, out=str(root),
+                             agent=AgentConfig(hidden_dim=8), learner=LearnerConfig(batch_size=8, buffer_size=64),
+                             exploration=ExplorationConfig(epsilon_anneal_steps=80),
+                             memory=MemoryConfig(pending_size=40))
+        train_seeds(config, [0, 1], progress=False)
+    return root
+
+
+FALLBACK_NOTE = "metric: test_return_mean (no run logs test_win_rate); choose another with --metric"
+
+
+def test_report_on_runs_without_a_win_rate_reports_the_test_return_and_says_so(matrix_runs, tmp_path):
+    result = cli(matrix_runs, "--at", 120, "--reps", REPS, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("# Evaluation report: test_return_mean")
+    assert FALLBACK_NOTE in result.stderr.splitlines()
+    assert "matrix:two_step" in result.stdout and (tmp_path / "out" / REPORT_FILE).exists()
+
+
+def test_plot_and_table_on_runs_without_a_win_rate_use_the_test_return_and_say_so(matrix_runs, tmp_path):
+    plotted = CliRunner().invoke(app, ["plot", str(matrix_runs), "--out", str(tmp_path / "p")])
+    assert plotted.exit_code == 0, plotted.output
+    assert (tmp_path / "p" / "test_return_mean.png").exists() and plotted.stderr.strip() == FALLBACK_NOTE
+    tabled = CliRunner().invoke(app, ["table", str(matrix_runs), "--at", "120"])
+    assert tabled.exit_code == 0, tabled.output
+    assert tabled.stdout.startswith("test_return_mean at 120 env steps") and tabled.stderr.strip() == FALLBACK_NOTE
+
+
+@pytest.mark.parametrize("command", ["report", "plot", "table"])
+def test_an_explicit_metric_the_runs_do_not_log_is_one_line_listing_what_they_log(matrix_runs, tmp_path, command):
+    extra = ["--at", "120"] if command != "plot" else ["--out", str(tmp_path / "p")]
+    result = CliRunner().invoke(app, [command, str(matrix_runs), "--metric", "test_win_rate", *extra])
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.stderr
+    assert lines[0].startswith("Error: unknown metric 'test_win_rate': the runs logged ")
+    assert "test_return_mean" in lines[0] and "pick one with --metric" in lines[0]
+
+
+def test_an_explicit_metric_wins_over_the_default(matrix_runs):
+    result = CliRunner().invoke(app, ["table", str(matrix_runs), "--at", "120", "--metric", "return_mean"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("return_mean at 120 env steps") and result.stderr == ""
