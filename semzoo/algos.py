@@ -86,8 +86,9 @@ def register_algorithm(algorithm: Algorithm, *, replace: bool = False) -> Algori
     """Add a row; its memory variants ``sem-<name>`` and ``saem-<name>`` come with it. Returns the row.
 
     Checked here, so a plugin's mistake is one line when it is imported, not a traceback when a run is built:
-    the name, the mixer (registered), the learner (the ``module:Class`` path of a ``QLearner`` subclass). Registering an equal row again is a no-op; another row under a taken name
-    is a ValueError unless ``replace=True`` (the registries' one rule, ``semzoo.plugins.check_free``).
+    the name, the mixer (registered), the learner (the ``module:Class`` path of a ``QLearner`` subclass).
+    Registering an equal row again is a no-op; another row under a taken name is a ValueError unless
+    ``replace=True`` (the registries' one rule, ``semzoo.plugins.check_free``).
     """
     if not isinstance(algorithm, Algorithm):
         raise TypeError(f"register_algorithm got {algorithm!r}: expected semzoo.Algorithm(name, mixer, learner=...)")

@@ -622,8 +622,8 @@ def _plugins(
         for module in plugin:
             add_plugin(module)  # also names it in SEMZOO_PLUGINS, so sweep workers import it too
         load_plugins()
-    except ValueError as err:
-        fail(str(err), USAGE_ERROR)
+    except (ValueError, TypeError) as err:  # a registration the plugin's code made was refused
+        fail(str(err).strip().splitlines()[0] if str(err).strip() else repr(err))
 
 
 @app.command()

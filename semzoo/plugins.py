@@ -55,6 +55,8 @@ def load_plugins() -> None:
             except ImportError as err:
                 raise MissingDependency(f"plugin {key} cannot be imported ({err}): reinstall the package that "
                                         "declares it, or uninstall it") from None
+            except (ValueError, TypeError) as err:  # a registration refused: say which plugin made it
+                raise type(err)(f"plugin {key}: {err}") from None
 
 
 def _import(module: str) -> None:
@@ -65,6 +67,8 @@ def _import(module: str) -> None:
     except ImportError as err:
         raise MissingDependency(f"plugin module {module!r} cannot be imported ({err}): put it on PYTHONPATH or "
                                 f"install it, or remove it from --plugin / {PLUGINS_ENV}") from None
+    except (ValueError, TypeError) as err:  # a registration refused: say which plugin made it
+        raise type(err)(f"plugin module {module!r}: {err}") from None
     _loaded.add(module)
 
 

@@ -132,3 +132,12 @@ def test_registering_an_algorithm_again_is_a_no_op_and_another_under_its_name_an
         register_algorithm(Algorithm("qmix", "vdn"))
     register_algorithm(Algorithm("mine", "vdn"), replace=True)
     assert parse_algorithm("sem-mine").mixer == "vdn"
+
+
+def test_a_plugin_whose_registration_is_refused_is_one_line_naming_it(fresh_registries):
+    result = CliRunner().invoke(app, ["--plugin", "unknown_mixer_algorithm", "algos"])
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.output, result.stderr
+    assert lines[0].startswith("Error: plugin module 'unknown_mixer_algorithm': algorithm 'my-wqmix': mixer "
+                               "'my-mixer' is not registered: expected one of qmix, qplex"), lines[0]

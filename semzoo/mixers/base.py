@@ -76,7 +76,8 @@ def register_mixer(name: str, *, replace: bool = False) -> Callable[[MixerBuilde
         if not (isinstance(builder, type) and issubclass(builder, Mixer)):
             raise TypeError(f"register_mixer({name!r}) got {builder!r}: expected a subclass of semzoo.Mixer "
                             "that implements mix(agent_qs [B,T,A], state [B,T,S]) -> [B,T,1]")
-        _import_builtin()  # a user class must not take a built-in name that is only imported later
+        if not builder.__module__.startswith(f"{__package__}."):
+            _import_builtin()  # a user's class must not take a built-in name that is only imported later
         check_free("mixer", name, builder, _REGISTRY, replace=replace)
         _REGISTRY[name] = builder
         return builder
