@@ -57,6 +57,11 @@ def fresh_registries(monkeypatch):
     monkeypatch.setattr(semzoo.algos, "_TABLE", dict(semzoo.algos._TABLE))
     monkeypatch.setattr(registry, "_registered", dict(registry._registered))
     monkeypatch.setattr(semzoo.plugins, "_loaded", set(semzoo.plugins._loaded))
-    monkeypatch.delenv(semzoo.plugins.PLUGINS_ENV, raising=False)
+    monkeypatch.setenv(semzoo.plugins.PLUGINS_ENV, "")  # set, not deleted: monkeypatch restores only what it set
     monkeypatch.syspath_prepend(str(PLUGINS))
-    monkeypatch.delitem(sys.modules, "contract_breakers", raising=False)  # its import registers again
+    plugin_modules = ("contract_breakers", "unknown_mixer_algorithm")  # the broken ones, used only here
+    for name in plugin_modules:  # imported in the test, they register into its copies
+        sys.modules.pop(name, None)
+    yield
+    for name in plugin_modules:  # and are gone after it: their registrations went with the copies
+        sys.modules.pop(name, None)
