@@ -187,9 +187,9 @@ class CTDEEnv(gymnasium.Env):
         self._truncated = False
         self._last: dict[str, np.ndarray] | None = None
 
-    def _arrays(self, obs: dict[str, Any], infos: dict[str, Any]) -> dict[str, np.ndarray]:
+    def _arrays(self, obs: dict[str, Any], infos: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
         # Envs with flat observations may carry each agent's mask in its info (semzoo's obs_format="box").
-        masks = {a: info[ACTION_MASK_KEY] for a, info in infos.items() if ACTION_MASK_KEY in (info or {})}
+        masks = {a: info[ACTION_MASK_KEY] for a, info in (infos or {}).items() if ACTION_MASK_KEY in (info or {})}
         obs_AO, avail_AU, alive_A = self.layout.pad(obs, masks)
         state = np.asarray(self.env.state(), np.float32).reshape(-1)
         return {"obs": obs_AO, "state": state, "avail": avail_AU.astype(np.int8), "alive": alive_A.astype(np.int8)}
