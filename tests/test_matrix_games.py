@@ -319,3 +319,26 @@ def test_no_action_step_after_the_end_is_an_empty_no_op() -> None:
     env.reset()
     env.step({"agent_0": 0, "agent_1": 0})
     assert env.step({}) == ({}, {}, {}, {}, {})
+
+
+def test_a_box_format_run_logs_the_rows_of_the_dict_format_run(tmp_path) -> None:
+    """`--env-arg obs_format=box` trains: the CTDE adapter reads the masks from the infos, so nothing changes."""
+    import csv
+
+    from conftest import NO_ACTOR
+
+    import semzoo
+    from semzoo.config import LearnerConfig, TrainConfig
+
+    def rows(obs_format: str) -> list[tuple[str, str, str]]:
+        config = TrainConfig(**NO_ACTOR, env="matrix:two_step", env_args={"obs_format": obs_format}, algo="qmix",
+                             steps=128, n_envs=4, test_episodes=4, out=str(tmp_path / obs_format),
+                             learner=LearnerConfig(batch_size=4, buffer_size=32))
+        run_dir, _ = semzoo.train(config, tensorboard=False)
+        with open(run_dir / "metrics.csv", newline="") as f:
+            return [(r["env_steps"], r["name"], r["value"]) for r in csv.DictReader(f)
+                    if not r["name"].endswith("_s")]  # timings
+
+    box_rows = rows("box")
+    assert any(name == "loss_td" for _, name, _ in box_rows)
+    assert box_rows == rows("dict")
