@@ -41,8 +41,9 @@ test-isa: install
 # SMAX (JaxMARL on that Python) and whole training runs. A Python that is .venv's own is skipped with a line:
 # `make test` runs the whole suite under it. A declared Python missing from $(PYENV_ROOT) FAILS the target rather
 # than skipping it: CI runs on the machine image that ships them, and a skipped check would leave the declared
-# range untested without a word. Fix: `pyenv install 3.13` (or set PYENV_ROOT). Measured on the 2-core machine:
-# see README ("Set-up").
+# range untested without a word. Fix: `pyenv install 3.13` (or set PYENV_ROOT). Measured on the 2-core machine
+# beside other engineers' jobs (load 17-21), pip cache warm: build 13 min 6 s, smoke subset 12 min 50 s
+# (137 passed, 1 skipped), 5 min 20 s of CPU in all, so a few minutes on an idle machine; later runs reuse the venv.
 PY_LOWEST := 3.11
 PY_HIGHEST := 3.13
 PYENV_ROOT ?= $(HOME)/.pyenv
