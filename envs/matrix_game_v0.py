@@ -7,6 +7,8 @@ Payoff tables are indexed ``payoff[a_0, a_1, ...]``: rows are agent 0's actions,
 Observation and global state are the same one-hot vector of the game's current state, with a last
 slot for "episode over": ``[start, end]`` for one-step games, ``[1, 2A, 2B, end]`` for ``two_step``.
 The games are deterministic: ``reset(seed=...)`` is accepted for API compatibility and changes nothing.
+Each agent's observation is ``{"observation", "action_mask"}``, or with ``obs_format="box"`` the flat
+observation alone with the mask in ``infos[agent]["action_mask"]`` (SuperSuit's Box-only wrappers take that).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import gymnasium
 import numpy as np
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
+
+from semzoo.wrappers.smac import check_obs_format
 
 CLIMBING_PAYOFF = ((11.0, -30.0, 0.0), (-30.0, 7.0, 6.0), (0.0, 0.0, 5.0))
 QTRAN_PAYOFF = ((8.0, -12.0, -12.0), (-12.0, 0.0, 0.0), (-12.0, 0.0, 0.0))
@@ -49,9 +53,10 @@ def parallel_env(
     payoff: Any = None,
     k: float = DEFAULT_PENALTY_K,
     render_mode: str | None = None,
+    obs_format: str = "dict",
 ) -> MatrixGameEnv:
-    """Build a cooperative matrix game as a PettingZoo ParallelEnv (see ``GAMES``)."""
-    return MatrixGameEnv(game, payoff=payoff, k=k, render_mode=render_mode)
+    """Build a cooperative matrix game as a PettingZoo ParallelEnv (see ``GAMES``; ``obs_format`` "dict" or "box")."""
+    return MatrixGameEnv(game, payoff=payoff, k=k, render_mode=render_mode, obs_format=obs_format)
 
 
 def env(
@@ -60,9 +65,10 @@ def env(
     payoff: Any = None,
     k: float = DEFAULT_PENALTY_K,
     render_mode: str | None = None,
+    obs_format: str = "dict",
 ) -> Any:
     """The same game as an AEC env (PettingZoo's ``parallel_to_aec`` conversion)."""
-    return parallel_to_aec(parallel_env(game, payoff=payoff, k=k, render_mode=render_mode))
+    return parallel_to_aec(parallel_env(game, payoff=payoff, k=k, render_mode=render_mode, obs_format=obs_format))
 
 
 def _validated_payoff(payoff: Any) -> np.ndarray:
@@ -97,8 +103,8 @@ def _validated_payoff(payoff: Any) -> np.ndarray:
 class MatrixGameEnv(ParallelEnv):
     """A cooperative matrix game (or the two-step game): n agents act at once, all get the payoff.
 
-    Per agent i: observation {"observation": float32 [S], "action_mask": int8 [n_actions[i]]},
-    action Discrete(n_actions[i]); global state float32 [S]; S = number of game states + 1 (end).
+    Per agent i: observation {"observation": float32 [S], "action_mask": int8 [n_actions[i]]} (``obs_format="box"``:
+    float32 [S], the mask in ``infos[agent]["action_mask"]``), action Discrete(n_actions[i]); global state float32 [S]; S = number of game states + 1 (end).
     Attributes: ``payoff`` float64 [n_actions...] (``two_step``: [2, 2, 2], ``payoff[0]`` is the
     table of state 2A, ``payoff[1]`` of 2B), ``episode_limit``, ``optimal_return``, ``n_actions``.
     """
@@ -112,7 +118,9 @@ class MatrixGameEnv(ParallelEnv):
         payoff: Any = None,
         k: float = DEFAULT_PENALTY_K,
         render_mode: str | None = None,
+        obs_format: str = "dict",
     ) -> None:
+        check_obs_format(obs_format)
         if not isinstance(game, str) or game not in GAMES:
             raise ValueError(f"unknown game {game!r}; expected one of {GAMES}; pick one of those names")
         if payoff is not None and game != "custom":
@@ -135,6 +143,7 @@ class MatrixGameEnv(ParallelEnv):
             )
 
         self.game = game
+        self.obs_format = obs_format
         self.render_mode = render_mode
         self.payoff = self._payoff_for(game, payoff, float(k))
         self.episode_limit = 2 if game == "two_step" else 1
@@ -152,12 +161,10 @@ class MatrixGameEnv(ParallelEnv):
         state_dim = len(self.state_names)
         # Cached once so that every call returns the same space object (PettingZoo API requirement).
         self.state_space = gymnasium.spaces.Box(0.0, 1.0, shape=(state_dim,), dtype=np.float32)
-        self.observation_spaces = {
-            agent: gymnasium.spaces.Dict(
-                {
-                    "observation": gymnasium.spaces.Box(0.0, 1.0, shape=(state_dim,), dtype=np.float32),
-                    "action_mask": gymnasium.spaces.Box(0, 1, shape=(n,), dtype=np.int8),
-                }
+        obs_box = gymnasium.spaces.Box(0.0, 1.0, shape=(state_dim,), dtype=np.float32)
+        self.observation_spaces: dict[str, gymnasium.spaces.Space] = {
+            agent: obs_box if obs_format == "box" else gymnasium.spaces.Dict(
+                {"observation": obs_box, "action_mask": gymnasium.spaces.Box(0, 1, shape=(n,), dtype=np.int8)}
             )
             for agent, n in zip(self.possible_agents, self.n_actions)
         }
@@ -192,7 +199,7 @@ class MatrixGameEnv(ParallelEnv):
         table.flags.writeable = False
         return table
 
-    def observation_space(self, agent: str) -> gymnasium.spaces.Dict:
+    def observation_space(self, agent: str) -> gymnasium.spaces.Space:
         return self.observation_spaces[agent]
 
     def action_space(self, agent: str) -> gymnasium.spaces.Discrete:
@@ -206,31 +213,40 @@ class MatrixGameEnv(ParallelEnv):
         state_S[self._state_index] = 1.0
         return state_S
 
-    def _observations(self, agents: list[str]) -> dict[str, dict[str, np.ndarray]]:
-        return {
-            agent: {"observation": self.state(), "action_mask": np.ones(n, dtype=np.int8)}
-            for agent, n in zip(agents, self.n_actions)
-        }
+    def _observations(self, agents: list[str]) -> dict[str, Any]:
+        if self.obs_format == "box":
+            return {agent: self.state() for agent in agents}
+        return {agent: {"observation": self.state(), "action_mask": self._mask(agent)} for agent in agents}
+
+    def _mask(self, agent: str) -> np.ndarray:
+        """Every action is always available: int8 ones [n_actions of ``agent``]."""
+        return np.ones(int(self.action_spaces[agent].n), dtype=np.int8)
+
+    def _infos(self, agents: list[str]) -> dict[str, dict[str, Any]]:
+        """Empty infos, or (``box``) the action mask the observation no longer carries."""
+        return {agent: {"action_mask": self._mask(agent)} if self.obs_format == "box" else {} for agent in agents}
 
     def reset(
         self, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict[str, Any]]]:
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         self.agents = list(self.possible_agents)
         self._state_index = 0
         self._last_actions = None
         self._last_reward = None
         if self.render_mode == "human":
             self.render()
-        return self._observations(self.agents), {agent: {} for agent in self.agents}
+        return self._observations(self.agents), self._infos(self.agents)
 
     def step(self, actions: dict[str, Any]) -> tuple[
-        dict[str, dict[str, np.ndarray]],
+        dict[str, Any],
         dict[str, float],
         dict[str, bool],
         dict[str, bool],
         dict[str, dict[str, Any]],
     ]:
         if not self.agents:
+            if not actions:  # no agent, no action: a no-op, as in PettingZoo's MPE (SuperSuit's black_death_v3 needs it)
+                return {}, {}, {}, {}, {}
             raise RuntimeError("step() was called with no live agents; call reset() to start an episode")
         if set(actions) != set(self.agents):
             raise ValueError(
@@ -264,7 +280,7 @@ class MatrixGameEnv(ParallelEnv):
         rewards = {agent: reward for agent in acting}
         terminations = {agent: done for agent in acting}
         truncations = {agent: False for agent in acting}
-        infos: dict[str, dict[str, Any]] = {agent: {} for agent in acting}
+        infos = self._infos(acting)
         if done:
             self.agents = []
         self._last_actions, self._last_reward = joint, reward

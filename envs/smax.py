@@ -33,7 +33,7 @@ import numpy as np
 from semzoo.envs.maps import SMAX_DEFAULT_EPISODE_LIMIT, UnknownMapError
 from semzoo.errors import MissingDependency
 from semzoo.types import CTDEArrays
-from semzoo.wrappers.smac import SMACParallelEnv, agent_names_for
+from semzoo.wrappers.smac import SMACParallelEnv, agent_names_for, check_obs_format
 
 
 @contextlib.contextmanager
@@ -430,7 +430,11 @@ class SMAXVecEnv:
         episode_limit: int | None = None,
         enemy_shoots: bool = True,
         attack_mode: str = "closest",
+        obs_format: str = "dict",
     ) -> None:
+        """``obs_format`` is checked and otherwise unused: arrays have no per-agent format, and a run passes
+        its ``smax:<map>`` env args (which may choose the format of ``parallel_env``) here."""
+        check_obs_format(obs_format)
         if not isinstance(n_envs, int) or n_envs < 1:
             raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
         self.map_name = map_name
@@ -529,13 +533,20 @@ def parallel_env(
     episode_limit: int | None = None,
     enemy_shoots: bool = True,
     attack_mode: str = "closest",
+    obs_format: str = "dict",
 ) -> SMACParallelEnv:
-    """A PettingZoo ParallelEnv with ``state()`` over SMAX ``map_name`` (env id ``smax:<map>``)."""
+    """A PettingZoo ParallelEnv with ``state()`` over SMAX ``map_name`` (env id ``smax:<map>``).
+
+    ``obs_format="box"``: flat Box observations, each agent's action mask in ``infos[agent]["action_mask"]``
+    (for SuperSuit's Box-only wrappers); the default ``"dict"`` puts the mask in the observation.
+    """
+    check_obs_format(obs_format)
     backend = SMAXEnv(
         map_name, seed=seed, episode_limit=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode
     )
     return SMACParallelEnv(
-        backend, obs_bounds=(OBS_LOW, OBS_HIGH), state_bounds=(STATE_LOW, STATE_HIGH), map_name=map_name
+        backend, obs_bounds=(OBS_LOW, OBS_HIGH), state_bounds=(STATE_LOW, STATE_HIGH), map_name=map_name,
+        obs_format=obs_format,
     )
 
 

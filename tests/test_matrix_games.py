@@ -284,3 +284,61 @@ def test_composes_with_supersuit_vector_env() -> None:
     np.testing.assert_array_equal(second_rewards, np.full(2 * n_copies, 8.0))
     assert not first_terms.any() and second_terms.all()
     vec_env.close()
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_box_format_passes_parallel_api_test_with_flat_cached_spaces(case: str) -> None:
+    """obs_format="box": the observation alone (no PettingZoo warning about dict observations), mask in infos."""
+    env = make(case, obs_format="box")
+    assert env.observation_space("agent_0") is env.observation_space("agent_0")
+    assert env.observation_space("agent_0") == make(case).observation_space("agent_0")["observation"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parallel_api_test(env, num_cycles=10)
+    assert [str(w.message) for w in caught if "Agents have different observation space sizes" not in str(w.message)] == []
+    obs, infos = env.reset()
+    while env.agents:
+        for agent in env.agents:
+            assert obs[agent] in env.observation_space(agent)
+            assert infos[agent]["action_mask"].tolist() == [1] * env.action_space(agent).n
+        obs, _, _, _, infos = env.step({agent: 0 for agent in env.agents})
+
+
+def test_box_format_gives_the_ctde_adapter_the_same_arrays_as_the_dict_format() -> None:
+    from semzoo.wrappers.ctde import CTDEEnv
+
+    box, dict_ = CTDEEnv(parallel_env("two_step", obs_format="box")), CTDEEnv(parallel_env("two_step"))
+    for (box_arrays, _), (dict_arrays, _) in [(box.reset(), dict_.reset()), (box.step([1, 1])[::4], dict_.step([1, 1])[::4])]:
+        for key in ("obs", "state", "avail", "alive"):
+            np.testing.assert_array_equal(box_arrays[key], dict_arrays[key])
+
+
+def test_no_action_step_after_the_end_is_an_empty_no_op() -> None:
+    """PettingZoo's MPE answers it so, and SuperSuit's black_death_v3 takes such a step to end an episode."""
+    env = parallel_env("climbing")
+    env.reset()
+    env.step({"agent_0": 0, "agent_1": 0})
+    assert env.step({}) == ({}, {}, {}, {}, {})
+
+
+def test_a_box_format_run_logs_the_rows_of_the_dict_format_run(tmp_path) -> None:
+    """`--env-arg obs_format=box` trains: the CTDE adapter reads the masks from the infos, so nothing changes."""
+    import csv
+
+    from conftest import NO_ACTOR
+
+    import semzoo
+    from semzoo.config import LearnerConfig, TrainConfig
+
+    def rows(obs_format: str) -> list[tuple[str, str, str]]:
+        config = TrainConfig(**NO_ACTOR, env="matrix:two_step", env_args={"obs_format": obs_format}, algo="qmix",
+                             steps=128, n_envs=4, test_episodes=4, out=str(tmp_path / obs_format),
+                             learner=LearnerConfig(batch_size=4, buffer_size=32))
+        run_dir, _ = semzoo.train(config, tensorboard=False)
+        with open(run_dir / "metrics.csv", newline="") as f:
+            return [(r["env_steps"], r["name"], r["value"]) for r in csv.DictReader(f)
+                    if not r["name"].endswith("_s")]  # timings
+
+    box_rows = rows("box")
+    assert any(name == "loss_td" for _, name, _ in box_rows)
+    assert box_rows == rows("dict")

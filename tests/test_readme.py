@@ -16,14 +16,15 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+POLICY_DOC = README.parent / "docs" / "policy.md"
 BLOCK = re.compile(r"(?P<skip><!-- readme-test: skip, [^>]+ -->\n)?```(?P<lang>bash|python)\n(?P<body>.*?)```", re.S)
 COMMAND_TIMEOUT_S = 600
 
 
-def readme_examples() -> list[tuple[str, str]]:
-    """("bash", one command line) and ("python", one block), in README order, skipped blocks left out."""
+def readme_examples(doc: Path = README) -> list[tuple[str, str]]:
+    """("bash", one command line) and ("python", one block), in the doc's order, skipped blocks left out."""
     examples = []
-    for block in BLOCK.finditer(README.read_text()):
+    for block in BLOCK.finditer(doc.read_text()):
         if block["skip"]:
             continue
         if block["lang"] == "python":
@@ -54,3 +55,15 @@ def test_every_readme_example_runs_as_written(tmp_path):
             command = [sys.executable, "-m", "semzoo.cli", *argv[1:]]
         done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
         assert done.returncode == 0, f"README example failed ({kind}):\n{text}\n--- stderr ---\n{done.stderr[-3000:]}"
+
+
+def test_every_policy_doc_example_runs_as_written(tmp_path):
+    """docs/policy.md follows the README's convention: its python blocks run unless marked as skipped."""
+    pytest.importorskip("jaxmarl")
+    pytest.importorskip("supersuit")
+    examples = readme_examples(POLICY_DOC)
+    assert [kind for kind, _ in examples] == ["python", "python"]  # the SuperSuit examples, one per format
+    for _, text in examples:
+        done = subprocess.run([sys.executable, "-c", text], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=COMMAND_TIMEOUT_S)
+        assert done.returncode == 0, f"docs/policy.md example failed:\n{text}\n--- stderr ---\n{done.stderr[-3000:]}"

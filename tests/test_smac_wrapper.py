@@ -236,11 +236,57 @@ def test_missing_action_for_live_agent_raises():
         env.step({"agent_0": 1, "agent_1": 1})
 
 
-def test_step_after_episode_end_raises():
+def test_step_after_episode_end_raises_unless_it_has_no_actions():
     env = SMACParallelEnv(FakeSMAC(episode_limit=1))
     run_episode(env)
     with pytest.raises(RuntimeError, match="reset"):
-        env.step({})
+        env.step({"agent_0": 1})
+    # No agent and no action: an empty no-op step, as MPE gives (SuperSuit's black_death_v3 takes one to end).
+    assert env.step({}) == ({}, {}, {}, {}, {})
+
+
+STEP_INFO_KEYS = {"battle_won", "dead_allies", "dead_enemies", "episode_limit", "sc2_crashed"}
+
+
+@pytest.mark.parametrize("obs_format", ["dict", "box"])
+def test_reset_infos_have_the_keys_of_every_step_with_their_start_values(obs_format):
+    """TorchRL builds its info spec from reset(): keys that only step() returned never reached its users."""
+    env = SMACParallelEnv(FakeSMAC(ally_deaths={2: [1]}, enemy_deaths={3: [0]}, crash_at=5), obs_format=obs_format)
+    expected = STEP_INFO_KEYS | ({"action_mask"} if obs_format == "box" else set())
+    _, infos = env.reset()
+    for info in infos.values():
+        assert set(info) == expected
+        assert (info["battle_won"], info["dead_allies"], info["dead_enemies"]) == (False, 0, 0)
+        assert not info["episode_limit"] and not info["sc2_crashed"]
+    steps = run_episode(env)
+    assert steps[-1][4]["agent_0"]["sc2_crashed"]  # the crash step (SMAC's empty info) keeps the keys too
+    assert steps[-1][4]["agent_0"]["dead_enemies"] == 1
+    for *_, step_infos in steps:
+        for info in step_infos.values():
+            assert set(info) == expected
+
+
+def test_box_format_gives_flat_observations_and_the_mask_in_infos():
+    env = SMACParallelEnv(FakeSMAC(ally_deaths={2: [2]}), obs_format="box")
+    dict_env = SMACParallelEnv(FakeSMAC(ally_deaths={2: [2]}))
+    assert env.observation_space("agent_0") is env.observation_space("agent_0")
+    assert env.observation_space("agent_0") == dict_env.observation_space("agent_0")["observation"]
+    obs, infos = env.reset()
+    dict_obs, _ = dict_env.reset()
+    while env.agents:
+        for a in env.agents:
+            assert obs[a] in env.observation_space(a)
+            np.testing.assert_array_equal(obs[a], dict_obs[a]["observation"])
+            np.testing.assert_array_equal(infos[a]["action_mask"], dict_obs[a]["action_mask"])
+        obs, _, _, _, infos = env.step(stop_all(env))
+        dict_obs, *_ = dict_env.step(stop_all(dict_env))
+    # No parallel_api_test here: it reads masks only from dict observations, so it plays unavailable
+    # actions, which SMAC (and this fake) refuse. The matrix games, whose actions are all legal, run it.
+
+
+def test_unknown_obs_format_is_refused_naming_the_choices():
+    with pytest.raises(ValueError, match=r"obs_format='flat'.*'dict'.*'box'"):
+        SMACParallelEnv(FakeSMAC(), obs_format="flat")
 
 
 def test_factory_and_unit_type_names():

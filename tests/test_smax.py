@@ -316,3 +316,48 @@ def test_a_run_refuses_the_env_args_it_sets_itself_naming_the_flag():
         check_run_env_args({"seed": 3})
     with pytest.raises(ValueError, match="use --episode-limit 50"):
         check_run_env_args({"episode_limit": 50})
+
+
+@pytest.mark.parametrize("obs_format", ["dict", "box"])
+def test_reset_infos_have_the_keys_step_returns_with_start_values(obs_format):
+    env = parallel_env("3m", obs_format=obs_format)
+    _, reset_infos = env.reset(seed=0)
+    assert not any(info["battle_won"] or info["dead_allies"] or info["dead_enemies"] for info in reset_infos.values())
+    _, _, _, _, step_infos = env.step({a: STOP for a in env.agents})
+    assert {a: set(i) for a, i in reset_infos.items()} == {a: set(i) for a, i in step_infos.items()}
+    assert ("action_mask" in reset_infos["marine_0"]) == (obs_format == "box")
+
+
+def test_box_format_carries_the_mask_in_infos_and_wins_like_the_dict_format():
+    env, dict_env = parallel_env("3m", obs_format="box"), parallel_env("3m")
+    assert env.observation_space("marine_0") is env.observation_space("marine_0")
+    obs, infos = env.reset(seed=2)
+    dict_obs, _ = dict_env.reset(seed=2)
+    while env.agents:
+        assert set(obs) == set(dict_obs)
+        for a in obs:
+            np.testing.assert_array_equal(obs[a], dict_obs[a]["observation"])
+            np.testing.assert_array_equal(infos[a]["action_mask"], dict_obs[a]["action_mask"])
+        avail_AU = np.stack([infos[a]["action_mask"] for a in env.agents])
+        actions = dict(zip(env.agents, attack_or_advance(avail_AU).tolist()))
+        obs, _, _, _, infos = env.step(actions)
+        dict_obs, *_ = dict_env.step(actions)
+    assert any(info["battle_won"] for info in infos.values())
+
+
+def test_vec_env_checks_the_obs_format_of_a_runs_env_args():
+    SMAXVecEnv("3m", n_envs=1, obs_format="box")  # a run passes smax:<map> env args here; arrays have no format
+    with pytest.raises(ValueError, match="obs_format='flat'"):
+        SMAXVecEnv("3m", n_envs=1, obs_format="flat")
+
+
+def test_torchrl_pettingzoo_wrapper_sees_battle_won_in_its_info_spec():
+    """TorchRL builds its info spec from the infos of reset(): battle_won must be there from the start."""
+    pytest.importorskip("torchrl")
+    from torchrl.envs.libs.pettingzoo import PettingZooWrapper
+
+    env = PettingZooWrapper(parallel_env("3m", episode_limit=20), use_mask=True, categorical_actions=True)
+    info_spec = env.observation_spec["marine", "info"]
+    assert {"battle_won", "dead_allies", "dead_enemies", "episode_limit"} <= set(info_spec.keys())
+    rollout = env.rollout(3)
+    assert rollout["next", "marine", "info", "battle_won"].shape == (3, 3)

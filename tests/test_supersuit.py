@@ -72,3 +72,97 @@ def test_supersuit_pipeline_trains_and_its_policy_plays(tmp_path):
         observations, *_ = env.step(policy.act(observations))
         steps += 1
     assert steps >= MAX_CYCLES
+
+
+# SuperSuit's observation wrappers take Box spaces only; semzoo's envs give them with obs_format="box".
+BOX_ONLY_WRAPPERS = ("pad_observations_v0", "black_death_v3", "agent_indicator_v0")
+
+
+def semzoo_box_envs() -> list:
+    from semzoo.envs import matrix_game_v0
+
+    envs = [pytest.param(lambda: matrix_game_v0.parallel_env("two_step", obs_format="box"), id="matrix:two_step"),
+            pytest.param(lambda: matrix_game_v0.parallel_env("custom", payoff=np.zeros((2, 3)), obs_format="box"),
+                         id="matrix:custom_2x3")]
+    smax_env = pytest.param(lambda: smax_parallel_env("3m", episode_limit=12, obs_format="box"), id="smax:3m",
+                            marks=pytest.mark.smax)
+    return [*envs, smax_env]
+
+
+def smax_parallel_env(*args, **kwargs):
+    pytest.importorskip("jaxmarl")
+    from semzoo.envs import smax
+
+    return smax.parallel_env(*args, **kwargs)
+
+
+def last_available_action(info: dict) -> int:
+    return int(np.flatnonzero(info["action_mask"])[-1])
+
+
+@pytest.mark.parametrize("wrapper", BOX_ONLY_WRAPPERS)
+@pytest.mark.parametrize("make", semzoo_box_envs())
+def test_box_only_wrappers_run_whole_episodes_on_box_format_envs(make, wrapper):
+    env = getattr(supersuit, wrapper)(make())
+    for seed in (0, 1):
+        obs, infos = env.reset(seed=seed)
+        steps = 0
+        while env.agents:
+            for agent in env.agents:
+                assert obs[agent] in env.observation_space(agent)
+            # black_death_v3 keeps dead agents with empty infos; the env ignores their actions
+            actions = {a: last_available_action(infos[a]) if infos.get(a) else 0 for a in env.agents}
+            obs, _, _, _, infos = env.step(actions)
+            steps += 1
+        assert 1 <= steps <= 13  # black_death_v3 takes one empty step after the end
+
+
+@pytest.mark.parametrize("wrapper", BOX_ONLY_WRAPPERS)
+def test_box_only_wrappers_pass_pettingzoo_parallel_api_test_on_a_matrix_game(wrapper):
+    from pettingzoo.test import parallel_api_test
+
+    from semzoo.envs import matrix_game_v0
+
+    parallel_api_test(getattr(supersuit, wrapper)(matrix_game_v0.parallel_env("two_step", obs_format="box")),
+                      num_cycles=20)
+
+
+@pytest.mark.parametrize("wrapper", BOX_ONLY_WRAPPERS)
+def test_box_only_wrappers_refuse_the_default_dict_observations(wrapper):
+    """What docs/policy.md says: these wrappers need obs_format="box"."""
+    from semzoo.envs import matrix_game_v0
+
+    with pytest.raises(AssertionError, match="Box"):
+        getattr(supersuit, wrapper)(matrix_game_v0.parallel_env("two_step")).reset()
+
+
+def test_agent_indicator_adds_a_one_hot_to_the_box_observation():
+    from semzoo.envs import matrix_game_v0
+
+    env = supersuit.agent_indicator_v0(matrix_game_v0.parallel_env("two_step", obs_format="box"))
+    obs, _ = env.reset()
+    assert obs["agent_0"].tolist() == [1, 0, 0, 0, 1, 0] and obs["agent_1"].tolist() == [1, 0, 0, 0, 0, 1]
+
+
+@pytest.mark.parametrize("obs_format", ["dict", "box"])
+def test_pad_action_space_and_parallel_to_aec_take_both_formats(obs_format):
+    from pettingzoo.utils.conversions import parallel_to_aec
+
+    from semzoo.envs import matrix_game_v0
+
+    def make():
+        return matrix_game_v0.parallel_env("custom", payoff=np.zeros((2, 3)), obs_format=obs_format)
+
+    env = supersuit.pad_action_space_v0(make())
+    assert env.action_space("agent_0").n == 3
+    env.reset(seed=0)
+    _, rewards, terminations, _, _ = env.step({"agent_0": 2, "agent_1": 2})  # agent_0's padded action acts as 0
+    assert rewards == {"agent_0": 0.0, "agent_1": 0.0} and all(terminations.values()) and not env.agents
+    aec = parallel_to_aec(make())
+    aec.reset(seed=0)
+    acted = 0
+    for _ in aec.agent_iter():
+        *_, termination, truncation, _ = aec.last()
+        aec.step(None if termination or truncation else 0)
+        acted += not (termination or truncation)
+    assert acted == 2

@@ -197,8 +197,10 @@ class CTDEEnv(gymnasium.Env):
         self._truncated = False
         self._last: dict[str, np.ndarray] | None = None
 
-    def _arrays(self, obs: dict[str, Any]) -> dict[str, np.ndarray]:
-        obs_AO, avail_AU, alive_A = self.layout.pad(obs)
+    def _arrays(self, obs: dict[str, Any], infos: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
+        # Envs with flat observations may carry each agent's mask in its info (semzoo's obs_format="box").
+        masks = {a: info[ACTION_MASK_KEY] for a, info in (infos or {}).items() if ACTION_MASK_KEY in (info or {})}
+        obs_AO, avail_AU, alive_A = self.layout.pad(obs, masks)
         raw = np.asarray(self.env.state())
         # A shape and dtype compare per step: a state of another size would be cut or padded nowhere, but
         # reach the mixers and the SEM projection as a different vector from the one the run was sized for.
@@ -217,10 +219,10 @@ class CTDEEnv(gymnasium.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        obs, _ = self.env.reset(seed=seed, options=options)
+        obs, infos = self.env.reset(seed=seed, options=options)
         self._t = 0
         self._done = False
-        self._last = self._arrays(obs)
+        self._last = self._arrays(obs, infos)
         return self._last, {}
 
     def step(self, action):
@@ -241,7 +243,7 @@ class CTDEEnv(gymnasium.Env):
         self._terminated = bool(ended and any_term and not any_trunc)
         self._truncated = bool((ended or at_limit) and not self._terminated)
         self._done = self._terminated or self._truncated
-        self._last = self._arrays(obs)
+        self._last = self._arrays(obs, infos)
         info = {}
         for key in INFO_KEYS:
             for a in live:

@@ -6,8 +6,11 @@ SMAC's interface (``smac.env.StarCraft2Env``): ``reset()``, ``step(actions) ->
 n_agents, n_actions, obs_shape, state_shape, episode_limit), ``get_stats()``,
 ``close()``, optionally ``seed(seed)`` and ``get_unit_type_names()``.
 
-Per agent the observation is ``{"observation": float32 [O], "action_mask": int8 [U]}``;
-``state()`` is float32 [S]. The team reward is given to every agent. A win or a
+Per agent the observation is ``{"observation": float32 [O], "action_mask": int8 [U]}``, or with
+``obs_format="box"`` the flat float32 [O] alone with the mask in ``infos[agent]["action_mask"]``
+(SuperSuit's Box-only wrappers take that); ``state()`` is float32 [S]. ``reset()`` returns the
+same info keys as ``step()`` (``battle_won``, ``dead_allies``, ``dead_enemies``, ``episode_limit``,
+``sc2_crashed``), so clients that build their info spec from ``reset()`` (TorchRL) see them all. The team reward is given to every agent. A win or a
 loss sets ``terminations``; the episode limit (or a StarCraft II crash, flagged
 ``infos[agent]["sc2_crashed"]``) sets ``truncations``. An agent is dead when only
 the no-op (action 0) is available, as in SMAC; it then leaves ``agents``.
@@ -38,6 +41,8 @@ DEFAULT_SC2PATH = "~/StarCraftII"  # pysc2's default on Linux when SC2PATH is un
 SMAC_MAPS_DIR = ("Maps", "SMAC_Maps")
 SC2_MAP_SUFFIX = ".SC2Map"
 UNBOUNDED = (-np.inf, np.inf)
+OBS_FORMATS = ("dict", "box")
+"""``dict``: observation {"observation", "action_mask"}; ``box``: the flat observation, the mask in the infos."""
 ENV_INFO_KEYS = ("n_agents", "n_actions", "obs_shape", "state_shape", "episode_limit")
 
 
@@ -62,6 +67,13 @@ def agent_names_for(unit_types: Sequence[str] | None, n_agents: int) -> list[str
     return names
 
 
+def check_obs_format(obs_format: Any) -> None:
+    """ValueError unless ``obs_format`` is one of ``OBS_FORMATS``."""
+    if obs_format not in OBS_FORMATS:
+        raise ValueError(f"obs_format={obs_format!r}: expected 'dict' (observation and action_mask) or 'box' "
+                         "(flat observation, mask in infos[agent]['action_mask'])")
+
+
 def _is_dead(avail_U: np.ndarray) -> bool:
     """SMAC's convention: a dead agent can take the no-op and nothing else."""
     return bool(avail_U[NOOP_ACTION]) and not avail_U[NOOP_ACTION + 1 :].any()
@@ -83,12 +95,15 @@ class SMACParallelEnv(ParallelEnv):
         obs_bounds: tuple[float, float] = UNBOUNDED,
         state_bounds: tuple[float, float] = UNBOUNDED,
         map_name: str | None = None,
+        obs_format: str = "dict",
     ) -> None:
         """``env``: the SMAC-API object, or a zero-argument factory returning one.
 
         ``unit_types``: each agent's unit type (names become ``stalker_0`` ...); default: the backend's
         ``get_unit_type_names()`` if it has one, else ``agent_<i>``. ``*_bounds``: Box limits.
+        ``obs_format``: ``"dict"`` or ``"box"`` (see ``OBS_FORMATS``).
         """
+        check_obs_format(obs_format)
         if not hasattr(env, "step") and callable(env):
             env = env()
         missing = [m for m in ("reset", "step", "get_obs", "get_state", "get_avail_actions", "get_env_info")
@@ -106,6 +121,7 @@ class SMACParallelEnv(ParallelEnv):
         self.state_dim = int(info["state_shape"])
         self.episode_limit = int(info["episode_limit"])
         self.map_name = map_name
+        self.obs_format = obs_format
         self.render_mode = None
         if unit_types is None and callable(getattr(env, "get_unit_type_names", None)):
             unit_types = env.get_unit_type_names()
@@ -115,14 +131,18 @@ class SMACParallelEnv(ParallelEnv):
 
         obs_box = spaces.Box(obs_bounds[0], obs_bounds[1], (self.obs_dim,), np.float32)
         mask_box = spaces.Box(0, 1, (self.n_actions,), np.int8)
-        self.observation_spaces = {
-            a: spaces.Dict({"observation": obs_box, "action_mask": mask_box}) for a in self.possible_agents
+        # Cached once so that every call returns the same space object (PettingZoo API requirement).
+        self.observation_spaces: dict[str, spaces.Space] = {
+            a: obs_box if obs_format == "box" else spaces.Dict({"observation": obs_box, "action_mask": mask_box})
+            for a in self.possible_agents
         }
         self.action_spaces: dict[str, spaces.Space] = {a: spaces.Discrete(self.n_actions) for a in self.possible_agents}
         self.state_space = spaces.Box(state_bounds[0], state_bounds[1], (self.state_dim,), np.float32)
 
         self._steps = 0
-        self._obs: dict[str, dict[str, np.ndarray]] = {}
+        self._obs: dict[str, Any] = {}
+        self._masks: dict[str, np.ndarray] = {}
+        self._dead_enemies = 0
         self._state = np.zeros(self.state_dim, dtype=np.float32)
         self._warned_seed = False
 
@@ -139,19 +159,26 @@ class SMACParallelEnv(ParallelEnv):
 
     def reset(
         self, seed: int | None = None, options: dict | None = None
-    ) -> tuple[dict[str, dict[str, np.ndarray]], dict[str, dict]]:
+    ) -> tuple[dict[str, Any], dict[str, dict]]:
         if seed is not None:
             self._seed_backend(seed)
             for i, agent in enumerate(self.possible_agents):
                 self.action_spaces[agent].seed(seed + i)
         self.smac_env.reset()
         self._steps = 0
+        self._dead_enemies = 0
         _obs_AO, avail_AU = self._read_backend()
         self.agents = [a for a in self.possible_agents if not _is_dead(avail_AU[self.agent_index[a]])]
-        return {a: self._obs[a] for a in self.agents}, {a: {} for a in self.agents}
+        # The keys step() returns, with their values before the first step: clients such as TorchRL's
+        # PettingZooWrapper build their info spec from reset() and drop keys it lacks.
+        start = {"battle_won": False, "dead_allies": self.n_agents - len(self.agents), "dead_enemies": 0}
+        infos = {a: self._agent_info(a, start, crashed=False, truncated=False) for a in self.agents}
+        return {a: self._obs[a] for a in self.agents}, infos
 
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         if not self.agents:
+            if not actions:  # no agent, no action: a no-op, as in PettingZoo's MPE (SuperSuit's black_death_v3 needs it)
+                return {}, {}, {}, {}, {}
             raise RuntimeError("step called with no live agents; the episode is over, call reset()")
         missing = [a for a in self.agents if a not in actions]
         if missing:
@@ -171,8 +198,11 @@ class SMACParallelEnv(ParallelEnv):
             _, avail_AU = self._read_backend()
             alive_after = {a: not _is_dead(avail_AU[self.agent_index[a]]) for a in live_before}
             ep_terminated, ep_truncated = self._classify_end(bool(terminated), info, avail_AU)
+            self._dead_enemies = int(info.get("dead_enemies", self._dead_enemies))
+            # A backend without the counts (a user's SMAC-API object): dead allies follow from the masks.
+            info = {"dead_allies": self.n_agents - sum(alive_after.values()), **info}
 
-        infos = {a: self._agent_info(info, crashed, ep_truncated) for a in live_before}
+        infos = {a: self._agent_info(a, info, crashed, ep_truncated) for a in live_before}
         terminations = {}
         truncations = {}
         for a in live_before:
@@ -199,14 +229,18 @@ class SMACParallelEnv(ParallelEnv):
 
     # --- helpers -----------------------------------------------------------------------------------
     def _read_backend(self) -> tuple[np.ndarray, np.ndarray]:
-        """Cache every agent's observation dict and the state; return obs [A, O], avail [A, U]."""
+        """Cache every agent's observation (in ``obs_format``), mask and the state; return obs [A, O], avail [A, U]."""
         obs_AO = np.asarray(self.smac_env.get_obs(), dtype=np.float32).reshape(self.n_agents, self.obs_dim)
         avail_AU = np.asarray(self.smac_env.get_avail_actions(), dtype=np.int8).reshape(
             self.n_agents, self.n_actions
         )
-        self._obs = {
-            a: {"observation": obs_AO[i], "action_mask": avail_AU[i]} for i, a in enumerate(self.possible_agents)
-        }
+        self._masks = {a: avail_AU[i] for i, a in enumerate(self.possible_agents)}
+        if self.obs_format == "box":
+            self._obs = {a: obs_AO[i] for i, a in enumerate(self.possible_agents)}
+        else:
+            self._obs = {
+                a: {"observation": obs_AO[i], "action_mask": avail_AU[i]} for i, a in enumerate(self.possible_agents)
+            }
         self._state = np.asarray(self.smac_env.get_state(), dtype=np.float32).reshape(self.state_dim)
         return obs_AO, avail_AU
 
@@ -225,11 +259,17 @@ class SMACParallelEnv(ParallelEnv):
         # Without continuing_episode SMAC only says terminated; at the limit with both teams alive it is a timeout.
         return (not at_limit or real_end), (at_limit and not real_end)
 
-    def _agent_info(self, info: dict, crashed: bool, truncated: bool) -> dict[str, Any]:
+    def _agent_info(self, agent: str, info: dict, crashed: bool, truncated: bool) -> dict[str, Any]:
+        """The backend's step info plus the keys every step and reset carry (and the mask for ``box``)."""
         out = dict(info)
         out.setdefault("battle_won", False)
+        # SMAC's info has no counts after a crash (it is empty): keep the last ones so the keys never change.
+        out.setdefault("dead_allies", self.n_agents - len(self.agents))
+        out.setdefault("dead_enemies", self._dead_enemies)
         out["episode_limit"] = truncated and not crashed
         out["sc2_crashed"] = crashed
+        if self.obs_format == "box":
+            out["action_mask"] = self._masks[agent]
         return out
 
     def _seed_backend(self, seed: int) -> None:
@@ -327,21 +367,24 @@ def make_sc2_env(map_name: str, **kwargs: Any) -> Any:
     return starcraft2env(map_name=map_name, **kwargs)
 
 
-def parallel_env(map_name: str, **kwargs: Any) -> SMACParallelEnv:
+def parallel_env(map_name: str, *, obs_format: str = "dict", **kwargs: Any) -> SMACParallelEnv:
     """A PettingZoo ParallelEnv with ``state()`` over StarCraft II SMAC ``map_name`` (env id ``smac:<map>``).
 
-    ``kwargs`` go to ``StarCraft2Env`` (e.g. ``seed``, ``continuing_episode``, ``difficulty``).
+    ``obs_format``: ``"dict"`` or ``"box"`` (see ``OBS_FORMATS``); ``kwargs`` go to ``StarCraft2Env``
+    (e.g. ``seed``, ``continuing_episode``, ``difficulty``).
     """
+    check_obs_format(obs_format)
     backend = make_sc2_env(map_name, **kwargs)
     known = SMAC_MAPS.get(map_name)
     unit_types = known.agent_unit_types() if known is not None else None
-    return SMACParallelEnv(backend, unit_types=unit_types, map_name=map_name)
+    return SMACParallelEnv(backend, unit_types=unit_types, map_name=map_name, obs_format=obs_format)
 
 
 __all__ = [
     "SMACParallelEnv",
     "SMACUnavailableError",
     "agent_names_for",
+    "check_obs_format",
     "make_sc2_env",
     "parallel_env",
 ]
