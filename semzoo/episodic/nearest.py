@@ -244,11 +244,15 @@ class ZBox(Tolerance):
     def fit(self, keys_ND: np.ndarray) -> bool:
         if keys_ND.shape[0] == 0:
             return False
-        old_mean, old_std = self.mean_D, self.std_D
+        old = self._stacked()
         self.set_statistics(keys_ND.mean(axis=0), keys_ND.std(axis=0))
-        if old_mean is None or old_std is None:
-            return True
-        return not (np.array_equal(old_mean, self.mean_D) and np.array_equal(old_std, self.std_D))
+        new = self._stacked()
+        return old is None or new is None or not np.array_equal(old, new)
+
+    def _stacked(self) -> np.ndarray | None:
+        if self.mean_D is None or self.std_D is None:
+            return None
+        return np.stack([self.mean_D, self.std_D])
 
     def state_dict(self) -> dict[str, Any]:
         fitted = self.mean_D is not None
