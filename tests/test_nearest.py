@@ -230,9 +230,9 @@ def test_empty_index_misses_everything():
 
 
 # ---------------------------------------------------------------- removal, eviction, rebuild
-@pytest.mark.parametrize("merge_after", [64, nearest.DELTA_MIN])
+@pytest.mark.parametrize("merge_after", [64, nearest.RECENT_MAX])
 def test_removed_keys_are_not_found_and_slots_are_reused(monkeypatch, merge_after):
-    monkeypatch.setattr(nearest, "DELTA_MIN", merge_after)  # 64: runs merge, stale entries are dropped
+    monkeypatch.setattr(nearest, "RECENT_MAX", merge_after)  # 64: the main table is rebuilt, stale entries dropped
     keys = random_keys(2000, 4, seed=3)
     index = NearestIndex(4, 2000)
     index.add(keys[:100])
@@ -415,3 +415,20 @@ def test_torch_tensors_are_accepted():
     keys = torch.randn(3, 4)
     index.add(keys)
     np.testing.assert_array_equal(index.query(keys).slot, [0, 1, 2])
+
+
+@pytest.mark.parametrize("path", ["corner cells", "mixed-radix cells", "every key"])
+@pytest.mark.parametrize("cell_per_width", [0.5, 8.0])
+def test_every_probe_path_gives_the_brute_force_answers(monkeypatch, path, cell_per_width):
+    # cells narrower than a box (0.5) make queries span up to 5 cells per dimension
+    monkeypatch.setattr(nearest, "CELL_PER_WIDTH", cell_per_width)
+    if path != "corner cells":
+        monkeypatch.setattr(nearest, "MAX_CORNER_DIM", 0)
+    if path == "every key":
+        monkeypatch.setattr(nearest, "MAX_PROBES", 0)
+    keys = random_keys(1500, 3, seed=21)
+    tol = AllClose()
+    index = NearestIndex(3, 1500, tol)
+    index.add(keys)
+    for queries in query_set(keys, allclose_width(keys, tol), seed=22).values():
+        assert_matches_reference(index, queries)

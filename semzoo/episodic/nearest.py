@@ -37,11 +37,13 @@ MIN_STD = 1e-12
 """A key dimension with a smaller standard deviation is normalised by this (a constant dimension)."""
 
 # ---------------------------------------------------------------- grid
-CELL_PER_WIDTH = 4.0
-"""Cell edge = 4 x the largest tolerance half-width w, i.e. twice a box's width 2w: a query box
-then spans 1 + 2w / cell = 1.5 cells per dimension on average (about 5 probes at D = 4, at most 2^D)."""
+CELL_PER_WIDTH = 8.0
+"""Cell edge = 8 x the largest tolerance half-width w, i.e. 4 box widths 2w: a query box then spans
+1 + 2w / cell = 1.25 cells per dimension on average (about 2.4 probes at D = 4, at most 2^D)."""
 REGRID_RATIO = 4.0
 """A write whose keys need cells 4x larger than the grid's re-grids: probes per query stay bounded."""
+MAX_CORNER_DIM = 8
+"""Up to D = 8 a narrow box's 2^D corner cells are enumerated at once (256 per query)."""
 MAX_PROBES = 4096
 """A query whose box covers more cells is compared with every stored key instead (always correct)."""
 BRUTE_CHUNK = 1 << 22
@@ -50,12 +52,14 @@ MIN_CELL = 1e-300
 """Cell edge floor, so a zero tolerance (atol 0 on a zero key) still divides."""
 COORD_LIMIT = float(1 << 62)
 """Cell coordinates are clamped here; clamping is monotone, so no candidate is lost."""
-DELTA_MIN = 4096
-"""Recent writes go to a small sorted run merged into the main run past max(4096, n / 16) entries."""
+RECENT_MAX = 16384
+"""Writes go to a small sorted run of recent entries; past 16384 of them (or removals) the main table is rebuilt."""
+BUCKETS_PER_ENTRY = 2
+"""The main table has a power of two >= 2 n buckets: half are empty, most others hold one key."""
 WIDTH_SLACK = 1e-6
 """Relative widening of a query's box, and 16 ulps, so float rounding never drops a true hit."""
 
-_HASH_SEED = np.uint64(0x2545F4914F6CDD1D)
+_COORD_MULTIPLIERS = np.random.default_rng(0x5E3A).integers(1, 1 << 62, 16, dtype=np.int64).view(np.uint64) | np.uint64(1)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
 _SHIFT_30, _SHIFT_27, _SHIFT_31 = np.uint64(30), np.uint64(27), np.uint64(31)
@@ -101,12 +105,26 @@ def _mix64(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> _SHIFT_31)
 
 
-def _hash_cells(coords_PD: np.ndarray) -> np.ndarray:
-    """uint64 [P] hash of int64 cell coordinates [P, D]; equal cells hash equal, collisions only add candidates."""
-    h_P = np.full(coords_PD.shape[0], _HASH_SEED, dtype=np.uint64)
+def _linear_hash(coords_PD: np.ndarray) -> np.ndarray:
+    """uint64 [P]: sum of int64 cell coordinates [P, D] times fixed odd 64-bit multipliers (wrapping)."""
+    h_P = np.zeros(coords_PD.shape[0], np.uint64)
     for d in range(coords_PD.shape[1]):  # D is 4: a loop over dimensions, not keys
-        h_P = _mix64(h_P ^ coords_PD[:, d].view(np.uint64))
+        h_P += coords_PD[:, d].view(np.uint64) * _COORD_MULTIPLIERS[d % _COORD_MULTIPLIERS.shape[0]]
     return h_P
+
+
+def _corner_offsets(dim: int) -> np.ndarray:
+    """uint64 [2^D]: _linear_hash of each corner offset b in {0, 1}^D (bit d of the index is b_d)."""
+    bits = (np.arange(1 << dim)[:, None] >> np.arange(dim)) & 1
+    return _linear_hash(bits.astype(np.int64))
+
+
+def _hash_cells(coords_PD: np.ndarray) -> np.ndarray:
+    """uint64 [P] hash of int64 cell coordinates [P, D]; equal cells hash equal, collisions only add candidates.
+
+    The linear hash, then a splitmix64 finaliser; the 16 multipliers repeat past D = 16.
+    """
+    return _mix64(_linear_hash(coords_PD))
 
 
 def _cell_coords(x_MD: np.ndarray, cell_D: np.ndarray) -> np.ndarray:
@@ -374,7 +392,8 @@ class NearestIndex:
         self.cell_D: np.ndarray | None = None
         self.coord_min_D = np.full(dim, np.iinfo(np.int64).max)
         self.coord_max_D = np.full(dim, np.iinfo(np.int64).min)
-        self.main_hash, self.main_slot = np.zeros(0, np.uint64), np.zeros(0, np.int32)
+        self.bucket_start = np.zeros(2, np.int32)
+        self.main_slot = np.zeros(0, np.int32)
         self.recent_hash, self.recent_slot = np.zeros(0, np.uint64), np.zeros(0, np.int32)
         self._stale = 0
         if self.eviction is not None:
@@ -392,7 +411,7 @@ class NearestIndex:
     def nbytes(self) -> int:
         """Bytes held: keys, occupancy, cell hashes, free stack, the sorted runs and the eviction state."""
         arrays = (self.keys_ND, self.occupied_N, self.cell_hash_N, self.free_F,
-                  self.main_hash, self.main_slot, self.recent_hash, self.recent_slot)
+                  self.bucket_start, self.main_slot, self.recent_hash, self.recent_slot)
         return sum(a.nbytes for a in arrays) + (self.eviction.nbytes if self.eviction is not None else 0)
 
     def slots(self) -> np.ndarray:
@@ -415,7 +434,9 @@ class NearestIndex:
         pair_q, pair_slot, pair_dist = self._pairs(q_MD)
         slot_M = np.full(q_MD.shape[0], _NO_SLOT, np.int64)
         dist_M = np.full(q_MD.shape[0], np.inf)
-        if pair_q.size:
+        if pair_q.size and np.bincount(pair_q, minlength=q_MD.shape[0]).max() == 1:
+            slot_M[pair_q], dist_M[pair_q] = pair_slot, pair_dist  # one hit each: nothing to choose
+        elif pair_q.size:
             # nearest per query: sort by (query, distance, slot), keep each query's first pair
             order = np.lexsort((pair_slot, pair_dist, pair_q))
             q_sorted = pair_q[order]
@@ -442,7 +463,19 @@ class NearestIndex:
             n_probes_M = np.exp(np.log(np.maximum(count_MD, 1)).sum(axis=1)).round().astype(np.int64) * (n_probes_M > 0)
         wide = n_probes_M > MAX_PROBES
         n_probes_M[wide] = 0
-        # the probes: query index and mixed-radix digit per dimension
+        # usual case, a box over at most 2 cells per dimension: the probes are lo + b for b in {0, 1}^D;
+        # the hash is linear in the coordinates before its finaliser, so each probe is one addition
+        if self.dim <= MAX_CORNER_DIM:
+            corners = (count_MD <= 2).all(axis=1) & (n_probes_M > 0)
+        else:
+            corners = np.zeros(n_queries, bool)
+        two_M = ((count_MD == 2) << np.arange(self.dim)).sum(axis=1)
+        corner_ids = np.arange(1 << self.dim) if corners.any() else np.zeros(0, np.int64)
+        take = corners[:, None] & ((corner_ids[None, :] & ~two_M[:, None]) == 0)
+        corner_q, corner_b = np.nonzero(take)
+        corner_hash = _linear_hash(lo_MD)[corner_q] + _corner_offsets(self.dim)[corner_b]
+        # other queries: every cell of their box, decoded as mixed-radix digits
+        n_probes_M[corners] = 0
         probe_q = np.repeat(np.arange(n_queries), n_probes_M)
         rest = np.arange(probe_q.shape[0]) - np.repeat(np.cumsum(n_probes_M) - n_probes_M, n_probes_M)
         coords_PD = np.empty((probe_q.shape[0], self.dim), np.int64)
@@ -450,22 +483,24 @@ class NearestIndex:
             digits = count_MD[probe_q, d]
             coords_PD[:, d] = lo_MD[probe_q, d] + rest % digits
             rest //= digits
-        # sorted needles: numpy's binary search then starts where the previous one ended (about 8x faster)
-        probe_hash = _hash_cells(coords_PD)
-        order = np.argsort(probe_hash)
-        probe_q, probe_hash = probe_q[order], probe_hash[order]
+        probe_q = np.concatenate([corner_q, probe_q])
+        probe_hash = _mix64(np.concatenate([corner_hash, _linear_hash(coords_PD)]))
         cand_q, cand_slot = [], []
-        for run_hash, run_slot in ((self.main_hash, self.main_slot), (self.recent_hash, self.recent_slot)):
-            if run_hash.size == 0 or probe_hash.size == 0:
-                continue
-            left = np.searchsorted(run_hash, probe_hash, "left")
-            found = np.flatnonzero(run_hash[np.minimum(left, run_hash.shape[0] - 1)] == probe_hash)
-            # most probed cells are empty: count the entries of the others only
-            n_found = np.searchsorted(run_hash, probe_hash[found], "right") - left[found]
-            owner = np.repeat(found, n_found)
-            position = np.arange(owner.shape[0]) - np.repeat(np.cumsum(n_found) - n_found, n_found) + left[owner]
-            slot = run_slot[position].astype(np.int64)
-            # runs keep entries of removed or moved keys until they are merged: check them against the slot now
+        # main table: bucket = low bits of the hash, its entries at bucket_start[b] .. bucket_start[b + 1]
+        bucket = (probe_hash & np.uint64(self.bucket_start.shape[0] - 2)).astype(np.int64)
+        start = self.bucket_start[bucket]
+        runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(self.main_slot, start, self.bucket_start[bucket + 1] - start)]
+        if self.recent_hash.size:
+            # recent run: sorted hashes, small enough for a binary search per probe
+            left = np.searchsorted(self.recent_hash, probe_hash, "left")
+            runs.append((self.recent_slot, left, np.searchsorted(self.recent_hash, probe_hash, "right") - left))
+        for run_slot, first, count in runs:
+            hits = np.flatnonzero(count)
+            owner = np.repeat(hits, count[hits])
+            position = np.arange(owner.shape[0]) - np.repeat(np.cumsum(count[hits]) - count[hits], count[hits])
+            slot = run_slot[position + first[owner]].astype(np.int64)
+            # a bucket mixes cells, and the runs keep entries of removed or moved keys until the next
+            # rebuild: a candidate counts only if its slot holds a key in the probed cell now
             live = self.occupied_N[slot] & (self.cell_hash_N[slot] == probe_hash[owner])
             cand_q.append(probe_q[owner[live]])
             cand_slot.append(slot[live])
@@ -543,7 +578,7 @@ class NearestIndex:
         order = np.argsort(merged_hash, kind="stable")
         self.recent_hash = merged_hash[order]
         self.recent_slot = np.concatenate([self.recent_slot, slots.astype(np.int32)])[order]
-        self._merge_if_due()
+        self._rebuild_main_if_due()
 
     def remove(self, slots: Any) -> None:
         """Delete the entries at these slots (each must be occupied, listed once); they become free."""
@@ -554,7 +589,7 @@ class NearestIndex:
         self.free_F[self.n_free:self.n_free + slots_K.shape[0]] = slots_K[::-1]
         self.n_free += slots_K.shape[0]
         self._stale += slots_K.shape[0]
-        self._merge_if_due()
+        self._rebuild_main_if_due()
 
     def set_keys(self, slots: Any, keys_KD: Any) -> None:
         """Move the entries at these occupied slots to new keys [K, D] (EMU's memory shift), values stay with the slot."""
@@ -669,36 +704,30 @@ class NearestIndex:
     def _regrid(self, cell_D: np.ndarray | None) -> None:
         """Hash every stored key into cells of this size and sort them into the main run."""
         self.cell_D = cell_D
-        self._empty_runs()
         self.coord_min_D = np.full(self.dim, np.iinfo(np.int64).max)
         self.coord_max_D = np.full(self.dim, np.iinfo(np.int64).min)
         stored = self.slots()
         if cell_D is None or stored.shape[0] == 0:
+            self._rebuild_main()
             return
         coords = _cell_coords(self.keys_ND[stored].astype(np.float64), cell_D)
         self.coord_min_D, self.coord_max_D = coords.min(axis=0), coords.max(axis=0)
-        hashes = _hash_cells(coords)
-        self.cell_hash_N[stored] = hashes
-        order = np.argsort(hashes)
-        self.main_hash, self.main_slot = hashes[order], stored[order].astype(np.int32)
+        self.cell_hash_N[stored] = _hash_cells(coords)
+        self._rebuild_main()
 
-    def _merge_if_due(self) -> None:
-        if self.recent_hash.shape[0] + self._stale > max(DELTA_MIN, self.n_entries // 16):
-            self._merge_runs()
+    def _rebuild_main_if_due(self) -> None:
+        if self.recent_hash.shape[0] + self._stale > RECENT_MAX:
+            self._rebuild_main()
 
-    def _merge_runs(self) -> None:
-        """Drop stale entries and merge the recent run into the main run (two sorted runs: a linear merge)."""
-        hashes = np.concatenate([self.main_hash, self.recent_hash])
-        slots = np.concatenate([self.main_slot, self.recent_slot])
-        live = self.occupied_N[slots] & (self.cell_hash_N[slots] == hashes)
-        hashes, slots = hashes[live], slots[live]
-        order = np.argsort(hashes, kind="stable")  # timsort: finds the two runs and merges them
-        self.main_hash, self.main_slot = hashes[order], slots[order]
-        self.recent_hash, self.recent_slot = np.zeros(0, np.uint64), np.zeros(0, np.int32)
-        self._stale = 0
-
-    def _empty_runs(self) -> None:
-        self.main_hash, self.main_slot = np.zeros(0, np.uint64), np.zeros(0, np.int32)
+    def _rebuild_main(self) -> None:
+        """List every stored key in the main table by bucket (cell hashes are current); empty the recent run."""
+        stored = self.slots()
+        n_buckets = 1 << max(10, int(np.ceil(np.log2(max(1, BUCKETS_PER_ENTRY * stored.shape[0])))))
+        bucket = (self.cell_hash_N[stored] & np.uint64(n_buckets - 1)).astype(np.int64)
+        order = np.argsort(bucket, kind="stable")
+        self.main_slot = stored[order].astype(np.int32)
+        self.bucket_start = np.zeros(n_buckets + 1, np.int32)
+        np.cumsum(np.bincount(bucket, minlength=n_buckets), out=self.bucket_start[1:])
         self.recent_hash, self.recent_slot = np.zeros(0, np.uint64), np.zeros(0, np.int32)
         self._stale = 0
 
