@@ -37,9 +37,10 @@ MIN_STD = 1e-12
 """A key dimension with a smaller standard deviation is normalised by this (a constant dimension)."""
 
 # ---------------------------------------------------------------- grid
-CELL_PER_WIDTH = 8.0
-"""Cell edge = 8 x the largest tolerance half-width w, i.e. 4 box widths 2w: a query box then spans
-1 + 2w / cell = 1.25 cells per dimension on average (about 2.4 probes at D = 4, at most 2^D)."""
+CELL_PER_WIDTH = 16.0
+"""Cell edge = 16 x the largest tolerance half-width w, i.e. 8 box widths 2w: a query box then spans
+1 + 2w / cell = 1.125 cells per dimension on average (about 1.6 probes at D = 4, at most 2^D). Keys closer
+than a tolerance are one entry, so a cell holds at most about 8^D keys; at the keys' density in practice, one."""
 REGRID_RATIO = 4.0
 """A write whose keys need cells 4x larger than the grid's re-grids: probes per query stay bounded."""
 MAX_CORNER_DIM = 8
@@ -465,15 +466,17 @@ class NearestIndex:
         n_probes_M[wide] = 0
         # usual case, a box over at most 2 cells per dimension: the probes are lo + b for b in {0, 1}^D;
         # the hash is linear in the coordinates before its finaliser, so each probe is one addition
+        base_M = _linear_hash(lo_MD)
         if self.dim <= MAX_CORNER_DIM:
             corners = (count_MD <= 2).all(axis=1) & (n_probes_M > 0)
         else:
             corners = np.zeros(n_queries, bool)
-        two_M = ((count_MD == 2) << np.arange(self.dim)).sum(axis=1)
-        corner_ids = np.arange(1 << self.dim) if corners.any() else np.zeros(0, np.int64)
-        take = corners[:, None] & ((corner_ids[None, :] & ~two_M[:, None]) == 0)
-        corner_q, corner_b = np.nonzero(take)
-        corner_hash = _linear_hash(lo_MD)[corner_q] + _corner_offsets(self.dim)[corner_b]
+        single = np.flatnonzero(corners & (n_probes_M == 1))  # most queries: one cell, its hash is base_M
+        several = np.flatnonzero(corners & (n_probes_M > 1))
+        two = ((count_MD[several] == 2) << np.arange(self.dim)).sum(axis=1)
+        nth, corner_b = np.nonzero((np.arange(1 << self.dim)[None, :] & ~two[:, None]) == 0)
+        corner_q = np.concatenate([single, several[nth]])
+        corner_hash = np.concatenate([base_M[single], base_M[several[nth]] + _corner_offsets(self.dim)[corner_b]])
         # other queries: every cell of their box, decoded as mixed-radix digits
         n_probes_M[corners] = 0
         probe_q = np.repeat(np.arange(n_queries), n_probes_M)
