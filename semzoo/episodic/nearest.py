@@ -355,12 +355,13 @@ class LeastRecentlyUsed(EvictionPolicy):
 class NearestIndex:
     """Fixed-capacity set of float keys [N, D] answering "nearest stored key within the tolerance" for batches.
 
-    A hash grid: each key lives in the cell floor(k / cell) (per dimension);
-    cell hashes are kept in a sorted run (plus a small sorted run of recent
-    writes), so a query probes the cells its tolerance box overlaps with two
-    `searchsorted` calls per run, for the whole batch at once. Correctness
-    does not depend on the cell size (only the speed does): every query
-    probes every cell its box touches.
+    A hash grid: each key lives in the cell floor(k / cell) (per dimension).
+    The main table lists slots by the low bits of their cell's hash (bucket
+    offsets, CSR style); recent writes sit in a small run sorted by hash. A
+    query probes every cell its tolerance box overlaps, for the whole batch
+    at once: one gather per probe in the main table, a binary search in the
+    recent run. Correctness does not depend on the cell size (only the speed
+    does), and every candidate is tested with the exact rule.
 
     `eviction="lru"` (the default) evicts the least recently used entry, as
     EMC and EMU do; any `EvictionPolicy` can take its place, and `None` makes
@@ -410,7 +411,7 @@ class NearestIndex:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held: keys, occupancy, cell hashes, free stack, the sorted runs and the eviction state."""
+        """Bytes held: keys, occupancy, cell hashes, free stack, main table and recent run, eviction state."""
         arrays = (self.keys_ND, self.occupied_N, self.cell_hash_N, self.free_F,
                   self.bucket_start, self.main_slot, self.recent_hash, self.recent_slot)
         return sum(a.nbytes for a in arrays) + (self.eviction.nbytes if self.eviction is not None else 0)
