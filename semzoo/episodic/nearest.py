@@ -428,8 +428,9 @@ class NearestIndex:
     def query(self, queries_MD: Any) -> Nearest:
         """For each query [M, D], the nearest stored key (L2, ties to the lowest slot) among those within tolerance.
 
-        Touches nothing: call `touch(result.slot[result.hit])` where a read
-        should count for eviction.
+        Queries are rounded to float32, as the keys are. Touches nothing:
+        call `touch(result.slot[result.hit])` where a read should count for
+        eviction.
         """
         queries = _as_keys(queries_MD, self.dim, "queries")
         q_MD = queries.astype(np.float64)
