@@ -10,7 +10,15 @@ Table of 1e6 entries, D = 4, state size 120. Measures, in one run:
 Targets: lookup >= 100x faster than the reference; update < 5 ms with room,
 < 20 ms full; <= 29 bytes per entry.
 
-Usage: python scripts/bench_memory.py [--repeats 30] [--reference-repeats 3]
+Second section (EMC / EMU lookup, `semzoo.episodic.nearest`): 1e6 float keys,
+D = 4, 3840 queries (half near stored keys, half new); the batched
+nearest-within-tolerance lookup against a cKDTree over the stored keys
+queried one key at a time in a Python loop with the tolerance test after each
+query, as EMC's and EMU's public code do. Both tolerances (EMC's allclose,
+EMU's z-normalised box), the build of each structure over 1e6 keys and the
+re-grid after re-embedding every key (EMU). Target: >= 100x.
+
+Usage: python scripts/bench_memory.py [--repeats 30] [--reference-repeats 3] [--only sem|tolerance]
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
+from semzoo.episodic.nearest import EMU_DELTA, AllClose, NearestIndex, Tolerance, ZBox
 from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
 from semzoo.types import EpisodeBatch
 
@@ -97,13 +106,122 @@ class KDTreeReference:
         return values, hit
 
 
+def timed_cpu(fn: Callable[[], object], repeats: int) -> tuple[float, float, float]:
+    """Median and minimum wall time and median CPU time of fn() in ms (CPU time: this process only, so a
+    machine shared with other jobs inflates it less than wall time)."""
+    wall, cpu = [], []
+    for _ in range(repeats):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return 1e3 * float(np.median(wall)), 1e3 * float(np.min(wall)), 1e3 * float(np.median(cpu))
+
+
+EMC_KEY_STD = float(np.sqrt(STATE_DIM / PROJ_DIM))
+"""EMC's key z = M s, M with N(0, 1/4) entries: a unit Gaussian state of size 120 gives N(0, 30) per key dimension."""
+
+
+class KDTreeToleranceLoop:
+    """EMC/EMU public code: a kd-tree over the stored keys, one query per key, then the tolerance test."""
+
+    def __init__(self, keys_ND: np.ndarray, tolerance: Tolerance) -> None:
+        self.keys_ND = keys_ND
+        self.tolerance = tolerance
+        self.tree = cKDTree(keys_ND)
+
+    def lookup(self, queries_MD: np.ndarray) -> np.ndarray:
+        slots = np.full(queries_MD.shape[0], -1, np.int64)
+        tol = self.tolerance
+        for i, key in enumerate(queries_MD):
+            _, index = self.tree.query(key, k=1)
+            if isinstance(tol, AllClose):  # EMC: np.allclose(stored, key, atol=1e-8)
+                close = np.allclose(self.keys_ND[index], key, rtol=tol.rtol, atol=tol.atol)
+            else:  # EMU: np.allclose(stored_norm, key_norm, rtol=0, atol=delta)
+                assert isinstance(tol, ZBox) and tol.mean_D is not None and tol.std_D is not None
+                stored = (self.keys_ND[index] - tol.mean_D) / tol.std_D
+                close = np.allclose(stored, (key - tol.mean_D) / tol.std_D, rtol=0.0, atol=tol.delta)
+            if close:
+                slots[i] = index
+        return slots
+
+
+def bench_tolerance(args: argparse.Namespace, rng: np.random.Generator) -> None:
+    """Batched nearest-within-tolerance lookup (EMC, EMU) against the kd-tree loop: 1e6 keys, 3840 queries."""
+    keys = (rng.standard_normal((CAPACITY, PROJ_DIM)) * EMC_KEY_STD).astype(np.float32)
+    print(f"\nEMC/EMU lookup (semzoo.episodic.nearest): {CAPACITY:,} keys, D {PROJ_DIM}, {N_LOOKUP} queries; "
+          f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    print(f"{'measure':58s} {'median':>10s} {'min':>10s}  target")
+    for name, tolerance in (("EMC allclose(atol 1e-8, rtol 1e-5)", AllClose()), ("EMU z-box(delta 1.3e-5)", ZBox(EMU_DELTA))):
+        index = NearestIndex(PROJ_DIM, CAPACITY, tolerance)
+        start = time.perf_counter()
+        index.add(keys)
+        add_s = time.perf_counter() - start
+        index.fit_normalisation()
+        start = time.perf_counter()
+        index.rebuild()
+        rebuild_s = time.perf_counter() - start
+        start = time.perf_counter()
+        reference = KDTreeToleranceLoop(keys, tolerance)
+        tree_s = time.perf_counter() - start
+
+        # half the queries revisit stored keys (exact, or within a fifth of the tolerance), half are new states
+        near = keys[rng.choice(CAPACITY, N_LOOKUP // 2, replace=False)].astype(np.float64)
+        width = tolerance.half_width(near)
+        near += rng.uniform(-0.2, 0.2, near.shape) * width * (rng.random((near.shape[0], 1)) < 0.5)
+        new = rng.standard_normal((N_LOOKUP - near.shape[0], PROJ_DIM)) * EMC_KEY_STD
+        queries = rng.permutation(np.concatenate([near, new])).astype(np.float32)
+
+        ours_ms, ours_min_ms, ours_cpu = timed_cpu(lambda index=index, queries=queries: index.query(queries),
+                                                   args.repeats)
+        ref_ms, ref_min_ms, ref_cpu = timed_cpu(
+            lambda reference=reference, queries=queries: reference.lookup(queries), args.reference_repeats
+        )
+        found, ref_slots = index.query(queries), reference.lookup(queries)
+        agree = bool(np.array_equal(found.slot, ref_slots))
+        write_keys = np.concatenate([queries[: N_LOOKUP // 2], rng.standard_normal((N_LOOKUP // 2, PROJ_DIM)) * EMC_KEY_STD])
+        write_sets = iter([write_keys.astype(np.float32) + np.float32(i) for i in range(args.repeats)])
+        write_ms, _ = timed(lambda index=index, sets=write_sets: index.find_or_add(next(sets)), args.repeats)
+        # EMU after retraining its embedder: every stored key moves, the grid is rebuilt in one call
+        moved = (keys * np.float32(1.5) + np.float32(0.25)).astype(np.float32)
+        start = time.perf_counter()
+        index.rebuild(moved[: index.n_entries], index.slots()) if index.n_entries == CAPACITY else None
+        reembed_s = time.perf_counter() - start
+        speedup = ref_ms / ours_ms
+
+        print(f"-- {name}: hits {int(found.hit.sum())}/{N_LOOKUP}")
+        print(f"{'  lookup 3840 keys, batched hash grid (ms)':58s} {ours_ms:10.3f} {ours_min_ms:10.3f}"
+              f"  cpu {ours_cpu:.3f}")
+        print(f"{'  lookup 3840 keys, cKDTree loop + tolerance test (ms)':58s} {ref_ms:10.1f} {ref_min_ms:10.1f}"
+              f"  cpu {ref_cpu:.1f}")
+        print(f"{'  speedup (kd-tree loop / batched)':58s} {speedup:10.0f}x {ref_min_ms / ours_min_ms:9.0f}x"
+              f"  >= {TARGET_SPEEDUP:.0f}x {'ok' if speedup >= TARGET_SPEEDUP else 'MISSED'}"
+              f"; cpu time {ref_cpu / ours_cpu:.0f}x")
+        print(f"{'  same slots as the kd-tree loop':58s} {agree!s:>10s}")
+        print(f"{'  build over 1e6 keys: first add / rebuild() (s)':58s} {add_s:10.2f} {rebuild_s:10.2f}")
+        print(f"{'  build over 1e6 keys: cKDTree (s)':58s} {tree_s:10.2f}")
+        print(f"{'  re-embed: rebuild(new keys for all 1e6 slots) (s)':58s} {reembed_s:10.2f}")
+        print(f"{'  find_or_add 3840 keys, full index, half new (ms)':58s} {write_ms:10.3f}")
+        print(f"{'  bytes per entry (nbytes / capacity)':58s} {index.nbytes / CAPACITY:10.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--reference-repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", choices=("sem", "tolerance"), default=None,
+                        help="run one section: the SEM table, or the EMC/EMU tolerance lookup (default: both)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
+    if args.only != "tolerance":
+        bench_sem(args, rng)
+    if args.only != "sem":
+        bench_tolerance(args, rng)
+
+
+def bench_sem(args: argparse.Namespace, rng: np.random.Generator) -> None:
+    """The SEM table: lookup against the KD-tree reference, updates, bytes per entry."""
 
     memory = make_episodic_memory("sem", state_dim=STATE_DIM, n_agents=2, proj_dim=PROJ_DIM, capacity=CAPACITY)
     start = time.perf_counter()

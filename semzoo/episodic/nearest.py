@@ -1,0 +1,778 @@
+"""Batched nearest-neighbour lookup within a tolerance: a hash grid over float keys.
+
+EMC (Zheng et al., "Episodic Multi-agent Reinforcement Learning with
+Curiosity-driven Exploration", NeurIPS 2021) and EMU (Na et al., "Efficient
+Episodic Memory Utilization of Cooperative Multi-Agent Reinforcement
+Learning", ICLR 2024) look a state's key up as "the nearest stored key, if it
+is close enough". Their public code answers one key at a time with a kd-tree
+in a Python loop; this index answers a whole batch with a few array
+operations. Design, guarantees and timings: docs/memory.md, "Nearest key
+within a tolerance".
+
+Shapes: N = capacity (slots), D = key size, K = keys given to a write,
+M = queries, P = probed cells, C = candidate (query, slot) pairs.
+
+The index stores keys only; a caller keeps its values (returns, visit counts,
+raw states) in its own arrays indexed by the slot ids the index hands out.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+# ---------------------------------------------------------------- tolerance defaults
+EMC_ATOL = 1e-8
+"""EMC's absolute tolerance: `np.allclose(stored, key, atol=1e-8)` in its LRU_KNN.peek (Zheng et al., 2021)."""
+EMC_RTOL = 1e-5
+"""EMC's relative tolerance: numpy's allclose default, which its peek leaves unchanged."""
+EMU_DELTA = 1.3e-5
+"""EMU's box half-width on z-normalised keys, the default maps (Na et al., 2024, appendix)."""
+EMU_DELTA_SUPER_HARD = 1.3e-3
+"""EMU's delta on SMAC's super-hard maps (Na et al., 2024, appendix)."""
+MIN_STD = 1e-12
+"""A key dimension with a smaller standard deviation is normalised by this (a constant dimension)."""
+
+# ---------------------------------------------------------------- grid
+CELL_PER_WIDTH = 16.0
+"""Cell edge = 16 x the largest tolerance half-width w, i.e. 8 box widths 2w: a query box then spans
+1 + 2w / cell = 1.125 cells per dimension on average (about 1.6 probes at D = 4, at most 2^D). Keys closer
+than a tolerance are one entry, so a cell holds at most about 8^D keys; at the keys' density in practice, one."""
+REGRID_RATIO = 4.0
+"""A write whose keys need cells 4x larger than the grid's re-grids: probes per query stay bounded."""
+MAX_CORNER_DIM = 8
+"""Up to D = 8 a narrow box's 2^D corner cells are enumerated at once (256 per query)."""
+MAX_PROBES = 4096
+"""A query whose box covers more cells is compared with every stored key instead (always correct)."""
+BRUTE_CHUNK = 1 << 22
+"""Candidate pairs per chunk on that brute-force path (bounds its memory)."""
+MIN_CELL = 1e-300
+"""Cell edge floor, so a zero tolerance (atol 0 on a zero key) still divides."""
+COORD_LIMIT = float(1 << 62)
+"""Cell coordinates are clamped here; clamping is monotone, so no candidate is lost."""
+RECENT_MAX = 16384
+"""Writes go to a small sorted run of recent entries; past 16384 of them (or removals) the main table is rebuilt."""
+BUCKETS_PER_ENTRY = 2
+"""The main table has a power of two >= 2 n buckets: half are empty, most others hold one key."""
+WIDTH_SLACK = 1e-6
+"""Relative widening of a query's box, and 16 ulps, so float rounding never drops a true hit."""
+
+_COORD_MULTIPLIERS = np.random.default_rng(0x5E3A).integers(1, 1 << 62, 16, dtype=np.int64).view(np.uint64) | np.uint64(1)
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
+_SHIFT_30, _SHIFT_27, _SHIFT_31 = np.uint64(30), np.uint64(27), np.uint64(31)
+_NO_SLOT = -1
+_NEVER = np.iinfo(np.int64).max
+
+
+class Nearest(NamedTuple):
+    """A batched lookup's answer, one row per query."""
+
+    slot: np.ndarray
+    """int64 [M]: the nearest stored key's slot within the tolerance, -1 on a miss."""
+    hit: np.ndarray
+    """bool [M]: slot >= 0."""
+    distance: np.ndarray
+    """float64 [M]: L2 distance to that key in the tolerance's space (raw, or z-normalised for ZBox); inf on a miss."""
+
+
+def _as_keys(keys: Any, dim: int, what: str) -> np.ndarray:
+    """float32 [K, D] from a numpy array or torch tensor [K, D]; refuses other shapes and non-finite values."""
+    if isinstance(keys, torch.Tensor):
+        keys = keys.detach().cpu().numpy()
+    array = np.asarray(keys)
+    if array.ndim != 2 or array.shape[1] != dim:
+        raise ValueError(f"{what} have shape {tuple(array.shape)}, expected [K, {dim}]; reshape them to (-1, {dim})")
+    array = np.ascontiguousarray(array, dtype=np.float32)
+    if not np.isfinite(array).all():
+        bad = int(np.flatnonzero(~np.isfinite(array).all(axis=1))[0])
+        raise ValueError(f"{what} row {bad} is not finite ({array[bad].tolist()}); keys must be finite floats")
+    return array
+
+
+def _as_slots(slots: Any) -> np.ndarray:
+    if isinstance(slots, torch.Tensor):
+        slots = slots.detach().cpu().numpy()
+    return np.asarray(slots, dtype=np.int64).reshape(-1)
+
+
+def _mix64(h: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser on uint64 (wrapping arithmetic)."""
+    h = (h ^ (h >> _SHIFT_30)) * _MIX_1
+    h = (h ^ (h >> _SHIFT_27)) * _MIX_2
+    return h ^ (h >> _SHIFT_31)
+
+
+def _linear_hash(coords_PD: np.ndarray) -> np.ndarray:
+    """uint64 [P]: sum of int64 cell coordinates [P, D] times fixed odd 64-bit multipliers (wrapping)."""
+    h_P = np.zeros(coords_PD.shape[0], np.uint64)
+    for d in range(coords_PD.shape[1]):  # D is 4: a loop over dimensions, not keys
+        h_P += coords_PD[:, d].view(np.uint64) * _COORD_MULTIPLIERS[d % _COORD_MULTIPLIERS.shape[0]]
+    return h_P
+
+
+def _corner_offsets(dim: int) -> np.ndarray:
+    """uint64 [2^D]: _linear_hash of each corner offset b in {0, 1}^D (bit d of the index is b_d)."""
+    bits = (np.arange(1 << dim)[:, None] >> np.arange(dim)) & 1
+    return _linear_hash(bits.astype(np.int64))
+
+
+def _hash_cells(coords_PD: np.ndarray) -> np.ndarray:
+    """uint64 [P] hash of int64 cell coordinates [P, D]; equal cells hash equal, collisions only add candidates.
+
+    The linear hash, then a splitmix64 finaliser; the 16 multipliers repeat past D = 16.
+    """
+    return _mix64(_linear_hash(coords_PD))
+
+
+def _cell_coords(x_MD: np.ndarray, cell_D: np.ndarray) -> np.ndarray:
+    """int64 [M, D] cell of each float64 point: floor(x / cell), clamped to +-2^62."""
+    return np.clip(np.floor(x_MD / cell_D), -COORD_LIMIT, COORD_LIMIT).astype(np.int64)
+
+
+# ---------------------------------------------------------------- tolerances
+class Tolerance(ABC):
+    """When a stored key k answers a query q, and how far apart they are.
+
+    Rules are evaluated in float64 on the float32 keys. `half_width` bounds
+    |q - k| per dimension for every k that passes `within`, so the grid
+    probes only the cells of that box.
+    """
+
+    @abstractmethod
+    def half_width(self, queries_MD: np.ndarray) -> np.ndarray:
+        """float64 [M, D]: for each query, a bound on |q_d - k_d| over every hitting k (before slack)."""
+
+    @abstractmethod
+    def within(self, queries_CD: np.ndarray, keys_CD: np.ndarray) -> np.ndarray:
+        """bool [C]: the tolerance rule for each (query, stored key) pair, float64 [C, D] each."""
+
+    @abstractmethod
+    def distance(self, queries_CD: np.ndarray, keys_CD: np.ndarray) -> np.ndarray:
+        """float64 [C]: the L2 distance that picks the nearest among hits."""
+
+    @abstractmethod
+    def cell_size(self, keys_KD: np.ndarray) -> np.ndarray:
+        """float64 [D]: the grid cell edge these stored keys call for (CELL_PER_WIDTH x their widest box)."""
+
+    def fit(self, keys_ND: np.ndarray) -> bool:
+        """Refresh statistics kept from the stored keys; True when the rule changed. Default: nothing kept."""
+        return False
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        return None
+
+
+class AllClose(Tolerance):
+    """EMC's near-exact test: every dimension |q - k| <= atol + rtol * |r|, numpy's allclose rule.
+
+    r is the query by default: EMC calls `np.allclose(stored, key)`, whose
+    second argument (the looked-up key) scales rtol. `scale_by="key"` scales
+    by the stored key instead; both bounds are exact (for "key",
+    |q - k| <= (atol + rtol |q|) / (1 - rtol)).
+    Distance: plain L2 on the keys.
+    """
+
+    def __init__(self, atol: float = EMC_ATOL, rtol: float = EMC_RTOL, scale_by: str = "query") -> None:
+        if not (atol >= 0 and 0 <= rtol < 1):
+            raise ValueError(f"atol={atol}, rtol={rtol}: expected atol >= 0 and 0 <= rtol < 1 (EMC: 1e-8, 1e-5)")
+        if scale_by not in ("query", "key"):
+            raise ValueError(f"scale_by={scale_by!r}: expected 'query' (EMC's np.allclose(stored, key)) or 'key'")
+        self.atol, self.rtol, self.scale_by = float(atol), float(rtol), scale_by
+
+    def half_width(self, queries_MD: np.ndarray) -> np.ndarray:
+        width = self.atol + self.rtol * np.abs(queries_MD)
+        return width if self.scale_by == "query" else width / (1.0 - self.rtol)
+
+    def within(self, queries_CD: np.ndarray, keys_CD: np.ndarray) -> np.ndarray:
+        scale = queries_CD if self.scale_by == "query" else keys_CD
+        return (np.abs(queries_CD - keys_CD) <= self.atol + self.rtol * np.abs(scale)).all(axis=1)
+
+    def distance(self, queries_CD: np.ndarray, keys_CD: np.ndarray) -> np.ndarray:
+        return np.sqrt(np.square(queries_CD - keys_CD).sum(axis=1))
+
+    def cell_size(self, keys_KD: np.ndarray) -> np.ndarray:
+        widest = self.half_width(np.abs(keys_KD).max(axis=0, keepdims=True))[0]
+        return np.maximum(CELL_PER_WIDTH * widest, MIN_CELL)
+
+
+class ZBox(Tolerance):
+    """EMU's box: every z-normalised dimension within delta, |(q - mu)/sigma - (k - mu)/sigma| <= delta.
+
+    mu, sigma [D] are the per-dimension mean and standard deviation of the
+    stored keys. Give them (`set_statistics`) to keep them fixed, or let the
+    index compute them from its keys (`NearestIndex.fit_normalisation`, which
+    EMU does every 200 env steps); until then mu = 0, sigma = 1. Distance: L2
+    on the z-normalised keys. (EMU's code takes the nearest in raw space, then
+    tests the box; the two agree unless two stored keys sit within a box of
+    the query.)
+    """
+
+    def __init__(self, delta: float = EMU_DELTA, mean_D: Any = None, std_D: Any = None) -> None:
+        if not delta >= 0:
+            raise ValueError(f"delta={delta}: expected >= 0 (EMU: 1.3e-5, 1.3e-3 on super-hard maps)")
+        self.delta = float(delta)
+        self.mean_D: np.ndarray | None = None
+        self.std_D: np.ndarray | None = None
+        if (mean_D is None) != (std_D is None):
+            raise ValueError("give both mean_D and std_D, or neither (the index then computes them)")
+        if mean_D is not None:
+            self.set_statistics(mean_D, std_D)
+
+    def set_statistics(self, mean_D: Any, std_D: Any) -> None:
+        """Fix the normalisation: mean [D], std [D] (std below MIN_STD counts as MIN_STD)."""
+        mean = np.asarray(mean_D.cpu() if isinstance(mean_D, torch.Tensor) else mean_D, np.float64).reshape(-1)
+        std = np.asarray(std_D.cpu() if isinstance(std_D, torch.Tensor) else std_D, np.float64).reshape(-1)
+        if mean.shape != std.shape or not (np.isfinite(mean).all() and np.isfinite(std).all() and (std >= 0).all()):
+            raise ValueError(
+                f"mean {mean.tolist()} and std {std.tolist()} must be finite [D] vectors with std >= 0"
+            )
+        self.mean_D, self.std_D = mean, np.maximum(std, MIN_STD)
+
+    def _stats(self, dim: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.mean_D is None or self.std_D is None:
+            return np.zeros(dim), np.ones(dim)
+        if self.mean_D.shape[0] != dim:
+            raise ValueError(f"normalisation has {self.mean_D.shape[0]} dimensions, the keys {dim}")
+        return self.mean_D, self.std_D
+
+    def _z(self, x_CD: np.ndarray) -> np.ndarray:
+        mean, std = self._stats(x_CD.shape[1])
+        return (x_CD - mean) / std
+
+    def half_width(self, queries_MD: np.ndarray) -> np.ndarray:
+        _, std = self._stats(queries_MD.shape[1])
+        return np.broadcast_to(self.delta * std, queries_MD.shape)
+
+    def within(self, queries_CD: np.ndarray, keys_CD: np.ndarray) -> np.ndarray:
+        return (np.abs(self._z(queries_CD) - self._z(keys_CD)) <= self.delta).all(axis=1)
+
+    def distance(self, queries_CD: np.ndarray, keys_CD: np.ndarray) -> np.ndarray:
+        return np.sqrt(np.square(self._z(queries_CD) - self._z(keys_CD)).sum(axis=1))
+
+    def cell_size(self, keys_KD: np.ndarray) -> np.ndarray:
+        _, std = self._stats(keys_KD.shape[1])
+        return np.maximum(CELL_PER_WIDTH * self.delta * std, MIN_CELL)
+
+    def fit(self, keys_ND: np.ndarray) -> bool:
+        if keys_ND.shape[0] == 0:
+            return False
+        old = self._stacked()
+        self.set_statistics(keys_ND.mean(axis=0), keys_ND.std(axis=0))
+        new = self._stacked()
+        return old is None or new is None or not np.array_equal(old, new)
+
+    def _stacked(self) -> np.ndarray | None:
+        if self.mean_D is None or self.std_D is None:
+            return None
+        return np.stack([self.mean_D, self.std_D])
+
+    def state_dict(self) -> dict[str, Any]:
+        fitted = self.mean_D is not None
+        return {
+            "delta": self.delta,
+            "mean": self.mean_D if fitted else np.zeros(0),
+            "std": self.std_D if fitted else np.zeros(0),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.delta = float(np.asarray(state["delta"]).item())
+        mean, std = np.asarray(state["mean"], np.float64), np.asarray(state["std"], np.float64)
+        self.mean_D, self.std_D = (mean, std) if mean.size else (None, None)
+
+
+# ---------------------------------------------------------------- eviction
+class EvictionPolicy(ABC):
+    """Which stored entries make room when a write finds the index full. The index calls these hooks."""
+
+    @abstractmethod
+    def reset(self, capacity: int) -> None:
+        """Forget everything; slots are 0 .. capacity-1."""
+
+    @abstractmethod
+    def used(self, slots_K: np.ndarray) -> None:
+        """Slots written or read, in order (a slot listed twice counts at its last position)."""
+
+    @abstractmethod
+    def victims(self, n: int, candidate_N: np.ndarray) -> np.ndarray:
+        """int64 [n]: n distinct slots among candidate_N (bool [N]) to evict, first victim first."""
+
+    @property
+    def nbytes(self) -> int:
+        return 0
+
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        return None
+
+
+class LeastRecentlyUsed(EvictionPolicy):
+    """EMC's and EMU's rule: evict the entry written or read longest ago.
+
+    Every slot named in a call gets its own tick, in order, as their
+    one-key-at-a-time loops give; ticks are unique, so victims are too.
+    """
+
+    def __init__(self) -> None:
+        self.last_use_N = np.zeros(0, np.int64)
+        self.clock = 0
+
+    def reset(self, capacity: int) -> None:
+        self.last_use_N = np.zeros(capacity, np.int64)
+        self.clock = 0
+
+    def used(self, slots_K: np.ndarray) -> None:
+        # ufunc.at, not fancy assignment: a slot listed twice must keep its last (largest) tick
+        np.maximum.at(self.last_use_N, slots_K, self.clock + np.arange(slots_K.shape[0]))
+        self.clock += int(slots_K.shape[0])
+
+    def victims(self, n: int, candidate_N: np.ndarray) -> np.ndarray:
+        age_N = np.where(candidate_N, self.last_use_N, _NEVER)
+        chosen = np.argpartition(age_N, n - 1)[:n] if n < age_N.shape[0] else np.arange(age_N.shape[0])
+        return chosen[np.argsort(age_N[chosen])].astype(np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        return self.last_use_N.nbytes
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"last_use": self.last_use_N.copy(), "clock": self.clock}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.last_use_N = np.asarray(state["last_use"], np.int64).copy()
+        self.clock = int(np.asarray(state["clock"]).item())
+
+
+# ---------------------------------------------------------------- the index
+class NearestIndex:
+    """Fixed-capacity set of float keys [N, D] answering "nearest stored key within the tolerance" for batches.
+
+    A hash grid: each key lives in the cell floor(k / cell) (per dimension).
+    The main table lists slots by the low bits of their cell's hash (bucket
+    offsets, CSR style); recent writes sit in a small run sorted by hash. A
+    query probes every cell its tolerance box overlaps, for the whole batch
+    at once: one gather per probe in the main table, a binary search in the
+    recent run. Correctness does not depend on the cell size (only the speed
+    does), and every candidate is tested with the exact rule.
+
+    `eviction="lru"` (the default) evicts the least recently used entry, as
+    EMC and EMU do; any `EvictionPolicy` can take its place, and `None` makes
+    a write to a full index an error (the caller then `remove()`s first). Slots are handed out from a free stack
+    (0, 1, 2, ... on a fresh index), then from the eviction policy's victims.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        capacity: int,
+        tolerance: Tolerance | None = None,
+        eviction: EvictionPolicy | str | None = "lru",
+    ) -> None:
+        if dim < 1 or capacity < 1 or capacity >= 1 << 31:
+            raise ValueError(f"dim={dim}, capacity={capacity}: expected dim >= 1 and 1 <= capacity < 2^31")
+        self.dim, self.capacity = int(dim), int(capacity)
+        self.tolerance: Tolerance = tolerance if tolerance is not None else AllClose()
+        if eviction == "lru":
+            eviction = LeastRecentlyUsed()
+        elif not (eviction is None or isinstance(eviction, EvictionPolicy)):
+            raise ValueError(f"eviction={eviction!r}: expected 'lru', None (a full index refuses writes) or an EvictionPolicy")
+        self.eviction: EvictionPolicy | None = eviction
+        self.keys_ND = np.zeros((capacity, dim), np.float32)
+        self.occupied_N = np.zeros(capacity, bool)
+        self.cell_hash_N = np.zeros(capacity, np.uint64)
+        # free stack: pops from the end, so a fresh index hands out 0, 1, 2, ...
+        self.free_F = np.arange(capacity - 1, -1, -1, dtype=np.int32)
+        self.n_free = capacity
+        self.cell_D: np.ndarray | None = None
+        self.coord_min_D = np.full(dim, np.iinfo(np.int64).max)
+        self.coord_max_D = np.full(dim, np.iinfo(np.int64).min)
+        self.bucket_start = np.zeros(2, np.int32)
+        self.main_slot = np.zeros(0, np.int32)
+        self.recent_hash, self.recent_slot = np.zeros(0, np.uint64), np.zeros(0, np.int32)
+        self._stale = 0
+        if self.eviction is not None:
+            self.eviction.reset(capacity)
+
+    # ------------------------------------------------------------ size
+    @property
+    def n_entries(self) -> int:
+        return self.capacity - self.n_free
+
+    def __len__(self) -> int:
+        return self.n_entries
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: keys, occupancy, cell hashes, free stack, main table and recent run, eviction state."""
+        arrays = (self.keys_ND, self.occupied_N, self.cell_hash_N, self.free_F,
+                  self.bucket_start, self.main_slot, self.recent_hash, self.recent_slot)
+        return sum(a.nbytes for a in arrays) + (self.eviction.nbytes if self.eviction is not None else 0)
+
+    def slots(self) -> np.ndarray:
+        """int64 [n_entries]: the occupied slots, ascending."""
+        return np.flatnonzero(self.occupied_N)
+
+    def keys(self, slots: Any) -> np.ndarray:
+        """float32 [K, D]: the keys stored at these slots."""
+        return self.keys_ND[self._check_occupied(_as_slots(slots))]
+
+    # ------------------------------------------------------------ queries
+    def query(self, queries_MD: Any) -> Nearest:
+        """For each query [M, D], the nearest stored key (L2, ties to the lowest slot) among those within tolerance.
+
+        Queries are rounded to float32, as the keys are. Touches nothing:
+        call `touch(result.slot[result.hit])` where a read should count for
+        eviction.
+        """
+        queries = _as_keys(queries_MD, self.dim, "queries")
+        q_MD = queries.astype(np.float64)
+        pair_q, pair_slot, pair_dist = self._pairs(q_MD)
+        slot_M = np.full(q_MD.shape[0], _NO_SLOT, np.int64)
+        dist_M = np.full(q_MD.shape[0], np.inf)
+        if pair_q.size and np.bincount(pair_q, minlength=q_MD.shape[0]).max() == 1:
+            slot_M[pair_q], dist_M[pair_q] = pair_slot, pair_dist  # one hit each: nothing to choose
+        elif pair_q.size:
+            # nearest per query: sort by (query, distance, slot), keep each query's first pair
+            order = np.lexsort((pair_slot, pair_dist, pair_q))
+            q_sorted = pair_q[order]
+            first = np.ones(order.shape[0], bool)
+            first[1:] = q_sorted[1:] != q_sorted[:-1]
+            slot_M[q_sorted[first]] = pair_slot[order[first]]
+            dist_M[q_sorted[first]] = pair_dist[order[first]]
+        return Nearest(slot=slot_M, hit=slot_M >= 0, distance=dist_M)
+
+    def _pairs(self, q_MD: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every (query, slot) within tolerance: query index [C], slot [C] int64, distance [C] float64."""
+        n_queries = q_MD.shape[0]
+        if self.n_entries == 0 or n_queries == 0 or self.cell_D is None:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        width_MD = self.tolerance.half_width(q_MD)
+        # widen by a relative slack and a few ulps: the rule is then evaluated exactly on the candidates
+        width_MD = width_MD * (1.0 + WIDTH_SLACK) + 16.0 * np.spacing(np.abs(q_MD) + width_MD)
+        lo_MD = np.maximum(_cell_coords(q_MD - width_MD, self.cell_D), self.coord_min_D)
+        hi_MD = np.minimum(_cell_coords(q_MD + width_MD, self.cell_D), self.coord_max_D)
+        # cells per dimension, capped before the product so it cannot overflow
+        count_MD = np.clip(hi_MD - lo_MD + 1, 0, MAX_PROBES + 1)
+        n_probes_M = count_MD.prod(axis=1)  # at most 4097^D: no overflow for D <= 5
+        if self.dim > 5:
+            n_probes_M = np.exp(np.log(np.maximum(count_MD, 1)).sum(axis=1)).round().astype(np.int64) * (n_probes_M > 0)
+        wide = n_probes_M > MAX_PROBES
+        n_probes_M[wide] = 0
+        # usual case, a box over at most 2 cells per dimension: the probes are lo + b for b in {0, 1}^D;
+        # the hash is linear in the coordinates before its finaliser, so each probe is one addition
+        base_M = _linear_hash(lo_MD)
+        if self.dim <= MAX_CORNER_DIM:
+            corners = (count_MD <= 2).all(axis=1) & (n_probes_M > 0)
+        else:
+            corners = np.zeros(n_queries, bool)
+        single = np.flatnonzero(corners & (n_probes_M == 1))  # most queries: one cell, its hash is base_M
+        several = np.flatnonzero(corners & (n_probes_M > 1))
+        two = ((count_MD[several] == 2) << np.arange(self.dim)).sum(axis=1)
+        nth, corner_b = np.nonzero((np.arange(1 << self.dim)[None, :] & ~two[:, None]) == 0)
+        corner_q = np.concatenate([single, several[nth]])
+        corner_hash = np.concatenate([base_M[single], base_M[several[nth]] + _corner_offsets(self.dim)[corner_b]])
+        # other queries: every cell of their box, decoded as mixed-radix digits
+        n_probes_M[corners] = 0
+        probe_q = np.repeat(np.arange(n_queries), n_probes_M)
+        rest = np.arange(probe_q.shape[0]) - np.repeat(np.cumsum(n_probes_M) - n_probes_M, n_probes_M)
+        coords_PD = np.empty((probe_q.shape[0], self.dim), np.int64)
+        for d in range(self.dim):
+            digits = count_MD[probe_q, d]
+            coords_PD[:, d] = lo_MD[probe_q, d] + rest % digits
+            rest //= digits
+        probe_q = np.concatenate([corner_q, probe_q])
+        probe_hash = _mix64(np.concatenate([corner_hash, _linear_hash(coords_PD)]))
+        cand_q, cand_slot = [], []
+        # main table: bucket = low bits of the hash, its entries at bucket_start[b] .. bucket_start[b + 1]
+        bucket = (probe_hash & np.uint64(self.bucket_start.shape[0] - 2)).astype(np.int64)
+        start = self.bucket_start[bucket]
+        runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [(self.main_slot, start, self.bucket_start[bucket + 1] - start)]
+        if self.recent_hash.size:
+            # recent run: sorted hashes, small enough for a binary search per probe
+            left = np.searchsorted(self.recent_hash, probe_hash, "left")
+            runs.append((self.recent_slot, left, np.searchsorted(self.recent_hash, probe_hash, "right") - left))
+        for run_slot, first, count in runs:
+            hits = np.flatnonzero(count)
+            owner = np.repeat(hits, count[hits])
+            position = np.arange(owner.shape[0]) - np.repeat(np.cumsum(count[hits]) - count[hits], count[hits])
+            slot = run_slot[position + first[owner]].astype(np.int64)
+            # a bucket mixes cells, and the runs keep entries of removed or moved keys until the next
+            # rebuild: a candidate counts only if its slot holds a key in the probed cell now
+            live = self.occupied_N[slot] & (self.cell_hash_N[slot] == probe_hash[owner])
+            cand_q.append(probe_q[owner[live]])
+            cand_slot.append(slot[live])
+        if wide.any():
+            q_wide, slot_wide = self._all_pairs(np.flatnonzero(wide))
+            cand_q.append(q_wide)
+            cand_slot.append(slot_wide)
+        if not cand_q:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        pair_q, pair_slot = np.concatenate(cand_q), np.concatenate(cand_slot)
+        q_CD, k_CD = q_MD[pair_q], self.keys_ND[pair_slot].astype(np.float64)
+        keep = self.tolerance.within(q_CD, k_CD)
+        return pair_q[keep], pair_slot[keep], self.tolerance.distance(q_CD[keep], k_CD[keep])
+
+    def _all_pairs(self, queries_W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Every (query, occupied slot) pair for these queries (their box covers too many cells), in chunks."""
+        stored = self.slots()
+        per_chunk = max(1, BRUTE_CHUNK // max(1, stored.shape[0]))
+        pair_q, pair_slot = [], []
+        for start in range(0, queries_W.shape[0], per_chunk):  # chunks of queries, not one key at a time
+            chunk = queries_W[start:start + per_chunk]
+            pair_q.append(np.repeat(chunk, stored.shape[0]))
+            pair_slot.append(np.tile(stored, chunk.shape[0]))
+        return np.concatenate(pair_q), np.concatenate(pair_slot)
+
+    # ------------------------------------------------------------ writes
+    def add(self, keys_KD: Any) -> np.ndarray:
+        """Store each key [K, D] as a new entry; int64 [K] slots. Evicts when full (a reused slot's old entry is gone)."""
+        keys = _as_keys(keys_KD, self.dim, "keys")
+        return self._add(keys, protected=np.zeros(0, np.int64))
+
+    def _add(self, keys: np.ndarray, protected: np.ndarray) -> np.ndarray:
+        n_new = keys.shape[0]
+        if n_new > self.capacity:
+            raise ValueError(f"{n_new} keys do not fit a capacity of {self.capacity}; add fewer or raise capacity")
+        n_victims = max(0, n_new - self.n_free)
+        if n_victims and self.eviction is None:
+            raise ValueError(
+                f"the index is full ({self.n_entries} of {self.capacity}) and has no eviction policy; "
+                f"remove() {n_victims} entries first or build it with an EvictionPolicy"
+            )
+        from_free = self.free_F[self.n_free - (n_new - n_victims):self.n_free][::-1].astype(np.int64)
+        self.n_free -= n_new - n_victims
+        if n_victims:
+            assert self.eviction is not None
+            candidate_N = self.occupied_N.copy()
+            candidate_N[protected] = False
+            if int(candidate_N.sum()) < n_victims:
+                raise ValueError(f"{n_new} new keys need {n_victims} evictions but only "
+                                 f"{int(candidate_N.sum())} entries may be evicted; write fewer keys at once")
+            victims = self.eviction.victims(n_victims, candidate_N)
+            self._stale += n_victims  # their old cells' run entries are dead now
+            slots = np.concatenate([from_free, victims])
+        else:
+            slots = from_free
+        self._place(slots, keys)
+        if self.eviction is not None:
+            self.eviction.used(slots)
+        return slots
+
+    def _place(self, slots: np.ndarray, keys: np.ndarray) -> None:
+        """Write keys at slots (occupied from now on) and list them in the recent run."""
+        self.keys_ND[slots] = keys
+        self.occupied_N[slots] = True
+        needed = self.tolerance.cell_size(keys.astype(np.float64))
+        if self.cell_D is None or (needed > REGRID_RATIO * self.cell_D).any():
+            self._regrid(np.maximum(needed, self.cell_D) if self.cell_D is not None else needed)
+            return
+        coords = _cell_coords(keys.astype(np.float64), self.cell_D)
+        self.coord_min_D = np.minimum(self.coord_min_D, coords.min(axis=0))
+        self.coord_max_D = np.maximum(self.coord_max_D, coords.max(axis=0))
+        hashes = _hash_cells(coords)
+        self.cell_hash_N[slots] = hashes
+        merged_hash = np.concatenate([self.recent_hash, hashes])
+        order = np.argsort(merged_hash, kind="stable")
+        self.recent_hash = merged_hash[order]
+        self.recent_slot = np.concatenate([self.recent_slot, slots.astype(np.int32)])[order]
+        self._rebuild_main_if_due()
+
+    def remove(self, slots: Any) -> None:
+        """Delete the entries at these slots (each must be occupied, listed once); they become free."""
+        slots_K = self._check_occupied(_as_slots(slots))
+        if np.unique(slots_K).shape[0] != slots_K.shape[0]:
+            raise ValueError("slots to remove must be distinct; pass np.unique(slots)")
+        self.occupied_N[slots_K] = False
+        self.free_F[self.n_free:self.n_free + slots_K.shape[0]] = slots_K[::-1]
+        self.n_free += slots_K.shape[0]
+        self._stale += slots_K.shape[0]
+        self._rebuild_main_if_due()
+
+    def set_keys(self, slots: Any, keys_KD: Any) -> None:
+        """Move the entries at these occupied slots to new keys [K, D] (EMU's memory shift), values stay with the slot."""
+        slots_K = self._check_occupied(_as_slots(slots))
+        keys = _as_keys(keys_KD, self.dim, "keys")
+        if keys.shape[0] != slots_K.shape[0]:
+            raise ValueError(f"{slots_K.shape[0]} slots but {keys.shape[0]} keys; give one key per slot")
+        self._stale += slots_K.shape[0]
+        self._place(slots_K, keys)
+
+    def touch(self, slots: Any) -> None:
+        """Count a read of these slots for eviction (LRU: they become the most recent, in order)."""
+        if self.eviction is not None:
+            self.eviction.used(self._check_occupied(_as_slots(slots)))
+
+    def find_or_add(self, keys_KD: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The write path of EMC/EMU: each key [K, D] joins its nearest stored key within tolerance, or is added.
+
+        Returns slots int64 [K] and added bool [K]. As if the keys were
+        written one at a time: a key that misses the stored keys joins the
+        nearest earlier new key of this batch within tolerance, if any, and
+        is added otherwise. Keys that hit count as used (LRU); entries they
+        hit are never evicted by this call.
+        """
+        keys = _as_keys(keys_KD, self.dim, "keys")
+        found = self.query(keys)
+        slots = found.slot.copy()
+        hit_slots = slots[found.hit]
+        if self.eviction is not None and hit_slots.size:
+            self.eviction.used(hit_slots)
+        miss = np.flatnonzero(~found.hit)
+        added = np.zeros(keys.shape[0], bool)
+        if miss.size == 0:
+            return slots, added
+        new_of_miss = self._resolve_within_batch(keys[miss])
+        is_new = new_of_miss == np.arange(miss.shape[0])
+        new_slots = self._add(keys[miss[is_new]], protected=hit_slots)
+        slot_of_miss = np.full(miss.shape[0], _NO_SLOT, np.int64)
+        slot_of_miss[is_new] = new_slots
+        slots[miss] = slot_of_miss[new_of_miss]
+        added[miss[is_new]] = True
+        return slots, added
+
+    def _resolve_within_batch(self, keys_UD: np.ndarray) -> np.ndarray:
+        """int64 [U]: for keys written in order into an index without them, the index of the key each one joins
+        (itself when it is added): the nearest earlier added key within tolerance, as a one-at-a-time loop gives."""
+        n_keys = keys_UD.shape[0]
+        scratch = NearestIndex(self.dim, n_keys, self.tolerance, eviction=None)
+        scratch.cell_D = self.cell_D
+        scratch.add(keys_UD)  # slots 0 .. U-1 in order: slot = position in the batch
+        later, earlier, dist = scratch._pairs(keys_UD.astype(np.float64))
+        before = earlier < later  # only an earlier key can be there when a key is written
+        later, earlier, dist = later[before], earlier[before], dist[before]
+        # decide in rounds, each at least the first undecided key: added when none of its earlier
+        # neighbours was added, joined when one was; the rounds follow chains of neighbours, not keys
+        state = np.zeros(n_keys, np.int8)  # 0 undecided, 1 added, 2 joined
+        while (state == 0).any():
+            blocked = np.zeros(n_keys, bool)
+            blocked[later[state[earlier] == 0]] = True
+            joins = np.zeros(n_keys, bool)
+            joins[later[state[earlier] == 1]] = True
+            undecided = state == 0
+            state[undecided & joins] = 2
+            state[undecided & ~joins & ~blocked] = 1
+        joined_to = np.arange(n_keys)
+        link = state[earlier] == 1
+        later, earlier, dist = later[link], earlier[link], dist[link]
+        if later.size:
+            order = np.lexsort((earlier, dist, later))
+            first = np.ones(order.shape[0], bool)
+            first[1:] = later[order][1:] != later[order][:-1]
+            joined_to[later[order][first]] = earlier[order][first]
+        return joined_to
+
+    # ------------------------------------------------------------ normalisation and rebuild
+    def fit_normalisation(self) -> None:
+        """Let the tolerance refresh statistics from the stored keys (ZBox: mean/std; EMU every 200 env steps)."""
+        if self.tolerance.fit(self.keys_ND[self.slots()].astype(np.float64)):
+            self._regrid_if_off()
+
+    def set_normalisation(self, mean_D: Any, std_D: Any) -> None:
+        """Fix a ZBox tolerance's mean [D] and std [D] (the caller keeps them)."""
+        if not isinstance(self.tolerance, ZBox):
+            raise ValueError(f"set_normalisation needs a ZBox tolerance, this index has {type(self.tolerance).__name__}")
+        self.tolerance.set_statistics(mean_D, std_D)
+        self._regrid_if_off()
+
+    def _regrid_if_off(self) -> None:
+        stored = self.keys_ND[self.slots()].astype(np.float64)
+        if stored.shape[0] == 0 or self.cell_D is None:
+            return
+        needed = self.tolerance.cell_size(stored)
+        if (needed > REGRID_RATIO * self.cell_D).any() or (needed * REGRID_RATIO < self.cell_D).any():
+            self._regrid(needed)
+
+    def rebuild(self, keys_KD: Any = None, slots: Any = None) -> None:
+        """Re-grid every stored key, optionally after replacing keys: keys [K, D] for slots [K] (default: all, ascending).
+
+        EMU re-embeds every stored state after retraining its embedder; this
+        takes the new keys in one call. The cell size is recomputed from the
+        tolerance and the keys.
+        """
+        if keys_KD is not None:
+            slots_K = self.slots() if slots is None else self._check_occupied(_as_slots(slots))
+            keys = _as_keys(keys_KD, self.dim, "keys")
+            if keys.shape[0] != slots_K.shape[0]:
+                raise ValueError(f"{keys.shape[0]} keys for {slots_K.shape[0]} slots; give one key per slot")
+            self.keys_ND[slots_K] = keys
+        stored = self.keys_ND[self.slots()].astype(np.float64)
+        self._regrid(self.tolerance.cell_size(stored) if stored.shape[0] else None)
+
+    def _regrid(self, cell_D: np.ndarray | None) -> None:
+        """Hash every stored key into cells of this size and sort them into the main run."""
+        self.cell_D = cell_D
+        self.coord_min_D = np.full(self.dim, np.iinfo(np.int64).max)
+        self.coord_max_D = np.full(self.dim, np.iinfo(np.int64).min)
+        stored = self.slots()
+        if cell_D is None or stored.shape[0] == 0:
+            self._rebuild_main()
+            return
+        coords = _cell_coords(self.keys_ND[stored].astype(np.float64), cell_D)
+        self.coord_min_D, self.coord_max_D = coords.min(axis=0), coords.max(axis=0)
+        self.cell_hash_N[stored] = _hash_cells(coords)
+        self._rebuild_main()
+
+    def _rebuild_main_if_due(self) -> None:
+        if self.recent_hash.shape[0] + self._stale > RECENT_MAX:
+            self._rebuild_main()
+
+    def _rebuild_main(self) -> None:
+        """List every stored key in the main table by bucket (cell hashes are current); empty the recent run."""
+        stored = self.slots()
+        n_buckets = 1 << max(10, int(np.ceil(np.log2(max(1, BUCKETS_PER_ENTRY * stored.shape[0])))))
+        bucket = (self.cell_hash_N[stored] & np.uint64(n_buckets - 1)).astype(np.int64)
+        order = np.argsort(bucket, kind="stable")
+        self.main_slot = stored[order].astype(np.int32)
+        self.bucket_start = np.zeros(n_buckets + 1, np.int32)
+        np.cumsum(np.bincount(bucket, minlength=n_buckets), out=self.bucket_start[1:])
+        self.recent_hash, self.recent_slot = np.zeros(0, np.uint64), np.zeros(0, np.int32)
+        self._stale = 0
+
+    def _check_occupied(self, slots_K: np.ndarray) -> np.ndarray:
+        bad = (slots_K < 0) | (slots_K >= self.capacity)
+        if not bad.any():
+            bad = ~self.occupied_N[slots_K]
+        if bad.any():
+            raise ValueError(f"slot {int(slots_K[bad][0])} holds no entry; use slots that add() or query() returned")
+        return slots_K
+
+    # ------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """Keys, occupancy, free stack, cell size, tolerance and eviction state (numpy arrays and python scalars)."""
+        return {
+            "dim": self.dim,
+            "capacity": self.capacity,
+            "tolerance": type(self.tolerance).__name__,
+            "keys": self.keys_ND.copy(),
+            "occupied": self.occupied_N.copy(),
+            "free": self.free_F[:self.n_free].copy(),
+            "cell": self.cell_D.copy() if self.cell_D is not None else np.zeros(0),
+            "tolerance_state": self.tolerance.state_dict(),
+            "eviction_state": self.eviction.state_dict() if self.eviction is not None else {},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from state_dict(); the grid is rebuilt with the saved cell size, so answers and slots match."""
+        for name, mine in (("dim", self.dim), ("capacity", self.capacity), ("tolerance", type(self.tolerance).__name__)):
+            given = np.asarray(state[name]).item()
+            if given != mine:
+                raise ValueError(f"checkpoint has {name}={given}, this index {mine}; build the index with {name}={given}")
+        self.keys_ND = np.asarray(state["keys"], np.float32).copy()
+        self.occupied_N = np.asarray(state["occupied"], bool).copy()
+        free = np.asarray(state["free"], np.int32)
+        self.free_F = np.zeros(self.capacity, np.int32)
+        self.free_F[:free.shape[0]] = free
+        self.n_free = int(free.shape[0])
+        self.tolerance.load_state_dict(state["tolerance_state"])
+        if self.eviction is not None:
+            self.eviction.load_state_dict(state["eviction_state"])
+        cell = np.asarray(state["cell"], np.float64)
+        self._regrid(cell.copy() if cell.size else None)
