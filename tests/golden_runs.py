@@ -4,33 +4,41 @@
 alter learning re-records them, with `python tests/golden_runs.py` (about 5 minutes on 2 cores). Timing metrics
 (machine-dependent) and wall time are left out.
 
-**Pinned numeric paths (why the recording holds on every x86-64 CPU).** Floats follow the CPU: ATen picks
-AVX-512, AVX2 or plain kernels by CPU, MKL picks its own code path by CPU vendor and ISA, and XLA (SMAX's
-dynamics) compiles for the host's instructions, each rounding a little differently; a few hundred updates
-turn a last-bit difference into a 1e-6 to 1e-1 one. Measured on one AMD EPYC (AVX-512): the golden run of
-``matrix:climbing|qplex`` gives three different rows under ``ATEN_CPU_CAPABILITY=default``, ``avx2`` and
-native, and with ATen pinned, three more under ``MKL_CBWR`` unset, ``AVX2`` and ``COMPATIBLE``. So each
-golden run trains in a subprocess whose environment (``PINNED_ENV``) fixes every one of those choices to
-the one path every x86-64 CPU has: ATen's default (SSE2) kernels, MKL's conditional numerical
-reproducibility mode ``COMPATIBLE`` (documented by Intel to give the same results on all Intel and
-compatible processors), oneDNN capped at SSE4.1, XLA capped at SSE4.2 (no FMA contraction), one thread.
-The parent's own ISA setting then changes nothing, and the recording holds on Intel and AMD alike.
+**Double precision and pinned numeric paths (why the recording holds on every x86-64 CPU).** Floats follow
+the CPU: ATen picks AVX-512, AVX2 or plain kernels by CPU, MKL picks its own code path by CPU vendor and ISA,
+and XLA (SMAX's dynamics) compiles for the host's instructions, each rounding a little differently; a few
+hundred updates of a small network turn a last-bit difference into a 1e-6 to 1e-1 one (chaos, not a bug).
 
-The other direction, a tolerance measured from last-bit noise, was rejected. Measured on the AMD EPYC
-(values above 1e-3): the 45 golden runs at the native ISA (AVX-512) differ from their pinned rows by a
-largest relative difference of 1e-6 to 0.12 per run (median 2.6e-5; five runs above 1e-2). A change of
-learning starts smaller than that: a learning rate 0.1 % off moves the first logged TD loss by 8.7e-5 (climbing,
-QMIX) and 1.3e-3 (two-step, SEM-VDN). A tolerance wide enough for every CPU we measured would let such a change
-through its first rows, and CPUs we cannot measure may spread wider. ``tests/test_golden.py`` shows that small
-changes of learning fail against the pinned recording.
+Pinning those paths alone (ATen's default kernels, MKL's ``COMPATIBLE`` mode, oneDNN at SSE4.1, XLA at SSE4.2,
+one thread) was tried first (commit 53234d8): recorded on an AMD EPYC, it failed 33 of 45 golden runs on an
+Intel Xeon (Sapphire Rapids, AVX-512) with every one of those switches set. The float32 rows differed by
+2e-7 relative at the first update (3 ulps of a TD loss) and by 2e-6 after 80 steps. Some path that no switch
+reaches (we could not tell which from one machine: MKL's CNR mode, libm and NumPy's dispatch were each ruled
+out by toggling them here, with no change) still follows the CPU.
+
+So each golden run trains in **float64** (the child sets ``torch.set_default_dtype(torch.float64)``; the env,
+the replay buffer and the episodic keys stay float32 as in every run, and the learner casts a sampled batch to
+the default dtype) and keeps the pin. In double precision a last-bit difference starts at 1e-16 instead of
+6e-8, and the same chaos carries it to about 1e-11, far below the check's ``REL`` = 1e-6. Measured on the Intel
+Xeon, no pin, native (AVX-512 kernels, MKL's own path) against ``ATEN_CPU_CAPABILITY=avx2`` with
+``MKL_CBWR=AVX2`` and against ``default`` with ``COMPATIBLE``: largest relative difference over all rows
+3.0e-11 (climbing, QPLEX), 2.5e-11 (two-step, SEM-QMIX), 5.3e-13 (climbing, CW-QMIX), where the same
+comparison in float32 gives 1e-6 to 1e-1. A change of learning is 1e-4 or more in the first rows (a learning
+rate 0.1 % off moves the first logged TD loss by 8.7e-5 to 1.3e-3), so the margin is four orders of magnitude
+on both sides. ``tests/test_golden.py`` shows that small changes of learning fail against the recording.
+
+Float64 runs start from other initial weights (the initialisers draw in float64), so the golden rows are not
+the rows of a float32 run of the same seed: they pin what the code computes, which a refactor must keep. A
+float32-only change (a cast that rounds) could pass them; the exactness tests (two runs of one seed, resume)
+run in float32 at the machine's own ISA (tests/test_checkpoint.py, tests/test_overlap.py), and CI runs those
+under a second ISA setting too.
 
 What the pin does not cover: other architectures (aarch64 has no ATen ``default`` x86 path nor MKL; the
 tests skip there with the reason), and another torch or jax release (their kernels change; re-record at the
-same code after checking the old recording with the old release). The exactness within one machine (two
-runs of one seed, resume) is tested natively, at the machine's own ISA (tests/test_checkpoint.py,
-tests/test_overlap.py), and CI runs those tests under a second ISA setting too.
+same code after checking the old recording with the old release).
 
-History of the recording: 0.1's rows (Intel Xeon, unpinned) were kept, beside one per-CPU recording of the
+History of the recording: the float64 recording replaced the pinned float32 one at the 0.3 merge of issue 23.
+Before that: 0.1's rows (Intel Xeon, unpinned) were kept, beside one per-CPU recording of the
 AMD EPYC, up to commit 4ae19ba; the pinned recording was made from that commit's code. It has the same
 env steps, episodes, updates and metric names in every row as both of those; only the values' last digits
 moved (by the ISA differences above).
@@ -71,6 +79,8 @@ PINNED_ENV = {
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
 }
+GOLDEN_DTYPE_NAME = "float64"
+"""The golden runs' network precision (see the module docstring: last-bit noise stays near 1e-11)."""
 PINNED_ARCHITECTURES = frozenset({"x86_64", "AMD64"})
 
 
@@ -137,8 +147,11 @@ def golden_rows(env: str, algo: str, out: str | Path, changes: dict[str, Any] | 
 
 def _train_here(config_file: str) -> list[list[Any]]:
     """The child's side of ``golden_rows``: train the config in this process (already pinned) and return its rows."""
+    import torch
+
     from semzoo import TrainConfig, train
 
+    torch.set_default_dtype(getattr(torch, GOLDEN_DTYPE_NAME))
     config = TrainConfig.from_dict(json.loads(Path(config_file).read_text()))
     run_dir, _ = train(config, progress=False, tensorboard=False)
     return metric_rows(run_dir)

@@ -35,15 +35,16 @@ class CleanBatch:
         filled = batch.filled
         actions = torch.where(filled[..., None], batch.actions, 0)
         last_actions = torch.cat([torch.full_like(actions[:, :1], NO_ACTION), actions], dim=1)
+        real = torch.get_default_dtype()  # float32; float64 where the golden runs ask for it (tests/golden_runs.py)
         return cls(
-            obs=torch.where(slot_valid[..., None, None], batch.obs, 0.0),
-            state=torch.where(slot_valid[..., None], batch.state, 0.0),
+            obs=torch.where(slot_valid[..., None, None], batch.obs, 0.0).to(real),
+            state=torch.where(slot_valid[..., None], batch.state, 0.0).to(real),
             avail=batch.avail & slot_valid[..., None, None],
             actions=actions,
             last_actions=last_actions,
-            reward=torch.where(filled, batch.reward, 0.0),
-            terminated=(batch.terminated & filled).float(),
-            mask=filled.float(),
+            reward=torch.where(filled, batch.reward, 0.0).to(real),
+            terminated=(batch.terminated & filled).to(real),
+            mask=filled.to(real),
         )
 
     def bootstrapped(self, value_BT: torch.Tensor, gamma: float) -> torch.Tensor:

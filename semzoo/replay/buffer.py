@@ -46,11 +46,11 @@ class EpisodeReplayBuffer:
         c, t, a = capacity, max_t, n_agents
         kw: dict[str, Any] = {"device": device}
         self.data = EpisodeBatch(
-            obs=torch.zeros(c, t + 1, a, obs_dim, **kw),
-            state=torch.zeros(c, t + 1, state_dim, **kw),
+            obs=torch.zeros(c, t + 1, a, obs_dim, dtype=torch.float32, **kw),
+            state=torch.zeros(c, t + 1, state_dim, dtype=torch.float32, **kw),
             avail=torch.zeros(c, t + 1, a, n_actions, dtype=torch.bool, **kw),
             actions=torch.zeros(c, t, a, dtype=torch.int64, **kw),
-            reward=torch.zeros(c, t, **kw),
+            reward=torch.zeros(c, t, dtype=torch.float32, **kw),
             terminated=torch.zeros(c, t, dtype=torch.bool, **kw),
             filled=torch.zeros(c, t, dtype=torch.bool, **kw),
             length=torch.zeros(c, dtype=torch.int64, **kw),

@@ -49,7 +49,7 @@ class EpisodeRunner:
         last_action = torch.full((n, 1, a), NO_ACTION, dtype=torch.int64, device=self.device)
         for t in range(t_max):
             obs[:, t], state[:, t], avail[:, t] = arrays.obs, arrays.state, arrays.avail
-            obs_t = torch.as_tensor(arrays.obs, device=self.device).unsqueeze(1)
+            obs_t = torch.as_tensor(arrays.obs, device=self.device, dtype=torch.get_default_dtype()).unsqueeze(1)
             avail_t = torch.as_tensor(arrays.avail, device=self.device)
             q, hidden = self.agent(self.agent.build_inputs(obs_t, last_action), hidden)
             chosen = epsilon_greedy(q[:, 0], avail_t, epsilon, generator)
