@@ -174,7 +174,8 @@ class Trainer:
         env = self.env
         self.buffer = EpisodeReplayBuffer(capacity=config.learner.buffer_size, max_t=self.max_t, n_agents=env.n_agents,
                                           obs_dim=env.obs_dim, state_dim=env.state_dim, n_actions=env.n_actions,
-                                          state_key_words=self.memory.proj_dim if self.memory is not None else 0)
+                                          state_key_words=self.memory.proj_dim if self.memory is not None else 0,
+                                          store_dtype=config.learner.replay_dtype)
         self.runner = EpisodeRunner(env, self.agent, device=self.device, episode_limit=self.max_t)
         self.generator = torch.Generator().manual_seed(config.seed)
         # Overlap mode: the acting agent (read only by the collecting thread) and its own random stream.
