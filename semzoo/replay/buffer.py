@@ -13,7 +13,7 @@ that does not fit before the end goes to slot 1, behind the oldest live episode 
 ring position of an episode (``insert_pos``) is what it was in the padded buffer, so eviction is oldest
 episode first at ``capacity`` episodes and ``sample`` draws the same episodes from the same generator.
 
-Growth. The store starts small and doubles (compacting the live episodes oldest first) when an episode
+Growth. The store starts small and grows by half (compacting the live episodes oldest first) when an episode
 finds no room, up to ``worst_case_slots``: ``(capacity + 1) x (max_t + 1) + 1`` slots, where every
 placement finds room without growing (one episode's length of slack at the end and behind the oldest).
 So memory follows what was played: on SMAX 2s3z episodes fill about 57 of their 100 steps. A growth
@@ -44,7 +44,7 @@ PACKED = "packed"
 ZERO_SLOT = 0
 """The slot every padding position of a sample reads: never written, so always zero."""
 FIRST_SLOT = ZERO_SLOT + 1
-GROWTH = 2
+GROWTH = 1.5
 """Factor by which the store grows when an episode finds no room (amortised O(1) copies per stored slot)."""
 STORE_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 """Storage types for observations and states (``learner.replay_dtype``); float32 is lossless."""
@@ -83,7 +83,7 @@ def worst_case_slots(capacity: int, max_t: int) -> int:
 
 def grown_slots(current: int, needed: int, worst: int) -> int:
     """The size after a growth of a store of ``current`` slots that needs ``needed`` (capped at ``worst``)."""
-    return min(worst, max(GROWTH * (current - FIRST_SLOT), needed) + FIRST_SLOT)
+    return min(worst, max(int(GROWTH * (current - FIRST_SLOT)), needed) + FIRST_SLOT)
 
 
 class EpisodeReplayBuffer:
@@ -340,6 +340,6 @@ class EpisodeReplayBuffer:
         self.store["state_keys"][slots] = state_keys[real.to(state_keys.device)].to(self.device, torch.int32)
 
 
-def growth_transient_bytes(field_bytes: dict[str, int], n_slots: int) -> int:
-    """Most bytes a growth to ``n_slots`` holds beyond the new store: the old copy of its largest field (fewer slots)."""
-    return max(field_bytes.values()) * n_slots
+def growth_transient_bytes(field_bytes: dict[str, int], old_slots: int) -> int:
+    """Most bytes a growth from ``old_slots`` holds beyond the new store: the old copy of its largest field."""
+    return max(field_bytes.values()) * old_slots
