@@ -39,9 +39,10 @@ ACTIVATION_FLOATS_PER_AGENT_STEP = 8
 """Floats per (episode, step, agent) the update keeps for backward per hidden unit or action: an estimate."""
 NETWORK_COPIES = 5
 """Online, target, gradient, RMSprop state and the acting copy of every parameter."""
-TYPICAL_LENGTH = {"smax:27m_vs_30m": 26, "smax:2s3z": 57}
-"""Typical episode lengths measured on SMAX maps (27m_vs_30m: random play ends after 21-26 steps; 2s3z:
-about 57 of 100 by 0.5M steps, issue 25); other envs are expected at their limit."""
+TYPICAL_LENGTH = {"smax:3m": 18, "smax:2s3z": 57, "smax:27m_vs_30m": 26}
+"""Typical episode lengths measured on SMAX maps (3m: 17.6 steps in sampled batches, docs/performance.md;
+2s3z: about 57 of 100 by 0.5M steps; 27m_vs_30m: random play ends after 21-26 steps, issue 25); other envs
+are expected at their limit. Only the expected size reads them: the worst case assumes the limit."""
 
 
 @dataclass(frozen=True)
