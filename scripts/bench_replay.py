@@ -30,6 +30,7 @@ from semzoo.types import EpisodeBatch
 MAPS = ("3m", "2s3z", "3s5z", "27m_vs_30m")
 PROJ_DIM = 4
 BATCH, N_ENVS = 32, 8
+PAPER_BUFFER = 5000
 
 
 class PaddedBuffer:
@@ -155,7 +156,7 @@ def main() -> None:
         per = {dtype: sum(slot_bytes(n_agents=sizes.n_agents, obs_dim=sizes.obs_dim, state_dim=sizes.state_dim,
                                      n_actions=sizes.n_actions, state_key_words=PROJ_DIM, store_dtype=dtype).values())
                for dtype in ("float32", "float16")}
-        padded = args.capacity * ((t + 1) * (4 * (sizes.n_agents * sizes.obs_dim + sizes.state_dim + PROJ_DIM)
+        padded = PAPER_BUFFER * ((t + 1) * (4 * (sizes.n_agents * sizes.obs_dim + sizes.state_dim + PROJ_DIM)
                                             + sizes.n_agents * sizes.n_actions) + t * (8 * sizes.n_agents + 6) + 8)
         p32 = plan(config, sizes)
         p16 = plan(TrainConfig(env=env, algo="sem-qmix", steps=500_000, learner=config.learner.__class__(
