@@ -2,7 +2,7 @@
 
     python scripts/bench_checkpoint.py --envs matrix:climbing,smax:3m,smax:2s3z --lengths 1.0,0.6
 
-The buffer is marked full (its preallocated tensors are what a full buffer holds) so the numbers
+The buffer is filled with 5000 synthetic episodes (random observations: incompressible) so the numbers
 are those of a run past its first 5000 episodes; the SEM table has its default capacity (1e6). A
 checkpoint stores the episodes' real steps only, so its size follows their length: ``--lengths`` gives
 the episode lengths as fractions of the env's limit (1.0: every episode at the time limit, the
@@ -15,13 +15,31 @@ import argparse
 import tempfile
 import time
 
+import numpy as np
 import torch
 
 from semzoo.config import TrainConfig
 from semzoo.run.checkpoint import CheckpointManager
 from semzoo.run.trainer import Trainer
+from semzoo.types import EpisodeBatch
 
 BYTES_PER_MB = 1e6
+
+
+def fill(trainer: Trainer, length: int, chunk: int = 100) -> None:
+    """Fill the trainer's buffer with episodes of ``length`` steps (random observations, as incompressible as real ones)."""
+    buffer, env = trainer.buffer, trainer.env
+    b, t = chunk, length
+    batch = EpisodeBatch(
+        obs=torch.randn(b, t + 1, env.n_agents, env.obs_dim), state=torch.randn(b, t + 1, env.state_dim),
+        avail=torch.ones(b, t + 1, env.n_agents, env.n_actions, dtype=torch.bool),
+        actions=torch.zeros(b, t, env.n_agents, dtype=torch.int64), reward=torch.zeros(b, t),
+        terminated=torch.zeros(b, t, dtype=torch.bool), filled=torch.ones(b, t, dtype=torch.bool),
+        length=torch.full((b,), t))
+    if trainer.memory is not None:
+        batch.state_keys = torch.from_numpy(trainer.memory.slot_state_keys(batch).view(np.int32))
+    while len(buffer) < buffer.capacity:
+        buffer.insert(batch)
 
 
 def bench(env: str, algo: str, repeats: int, fraction: float) -> None:
@@ -29,11 +47,8 @@ def bench(env: str, algo: str, repeats: int, fraction: float) -> None:
         trainer = Trainer(TrainConfig(env=env, algo=algo, device="cpu"), run_dir=tmp, tensorboard=False)
         try:
             buffer = trainer.buffer
-            buffer.size = buffer.capacity
-            buffer.data.obs.normal_()  # incompressible content, as real observations
             length = max(1, round(fraction * buffer.max_t))
-            buffer.data.length.fill_(length)
-            buffer.data.filled.copy_(torch.arange(buffer.max_t)[None, :] < length)
+            fill(trainer, length)
             save_s, load_s = [], []
             for i in range(repeats):
                 trainer.counters.env_steps = i + 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import sys
 import typing
 import warnings
@@ -57,6 +58,8 @@ app = typer.Typer(
 
 USAGE_ERROR = 2
 DOMAIN_ERROR = 1
+BUILD_LINES = 20
+"""A --seeds group says when each run is built, in at most this many lines."""
 DEFAULT_STEPS = TrainConfig.steps
 """The README's main job: SEM-QMIX on SMAX 3m, about 3 minutes on 2 cores, win rate rising to ~0.8."""
 
@@ -241,6 +244,7 @@ def train(ctx: typer.Context, **options: Any) -> None:
     config = _build(TrainConfig.from_dict, data=_config_data(options, TRAIN_FIELDS, TRAIN_FLAGS))
     _build(resolve_device, name=config.device)  # a device this machine lacks is a bad --device: usage error
     _check_env(config)
+    _memory_plan(config, runs=len(seeds) if seeds is not None else 1)
     if seeds is not None:
         _train_group(config, seeds, options["tensorboard"])
         return
@@ -269,10 +273,18 @@ def _train_group(config: TrainConfig, seeds: list[int], tensorboard: bool) -> No
     if config.run_name and len(seeds) > 1:
         fail(f"--run-name {config.run_name} names one run; the runs of --seeds take the default names "
              "<env>_<algo>_seed<seed> under --out: drop --run-name", USAGE_ERROR)
+    k = len(seeds)
+    typer.echo(f"building {k} runs of {config.algo} on {config.env} (seeds {seeds[0]}..{seeds[-1]})", err=True)
+    every = max(1, math.ceil(k / BUILD_LINES))
+
+    def built(i: int, trainer: Any) -> None:
+        if i % every == 0 or i == k:
+            typer.echo(f"built run {i}/{k}: {trainer.run_dir}", err=True)
+
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            group = MultiTrainer.create(config, seeds, tensorboard=tensorboard)
+            group = MultiTrainer.create(config, seeds, tensorboard=tensorboard, on_built=built)
         except (ValueError, TypeError) as err:
             _echo_warnings(caught)
             fail(_run_error(err, config.env_args))
@@ -331,6 +343,19 @@ def _check_env(config: TrainConfig) -> None:
         fail(message + _string_arg_hint(config.env_args, message), USAGE_ERROR)
 
 
+def _memory_plan(config: TrainConfig, runs: int = 1, label: str = "") -> None:
+    """Print the memory plan of ``runs`` runs of ``config`` (one line, stderr); exit 1 when its worst case cannot fit."""
+    from semzoo.run import memory_plan
+
+    sizes = memory_plan.env_sizes(config)
+    plan = memory_plan.plan(config, sizes, runs=runs)
+    available = memory_plan.available_memory()
+    reason = memory_plan.refusal(config, sizes, plan, available)
+    if reason is not None:
+        fail(label + reason)
+    typer.echo(label + plan.line(available), err=True)
+
+
 def _check_run_env_args(env_id: str, env_args: dict[str, Any]) -> None:
     """ValueError for env args that a run sets itself (SMAX: seed, episode_limit), naming the flag to use."""
     if env_id.partition(":")[0] == "smax":
@@ -357,7 +382,9 @@ def _report(config: TrainConfig, run_dir: Any, result: dict[str, float]) -> None
         line += f" (optimum {optimum:g})"
     if "test_win_rate" in result:
         line += f", win rate {result['test_win_rate']:.2f}"
-    typer.echo(line)
+    from semzoo.run.memory_plan import gb, peak_rss_bytes
+
+    typer.echo(line + f"; peak RSS {gb(peak_rss_bytes())}")
 
 
 def _resume(run_dir: str, changes: dict[str, Any], tensorboard: bool) -> None:
@@ -471,6 +498,7 @@ def sweep(
         fail(str(err), USAGE_ERROR)
     _check_sweep_envs(trials)
     tasks = sweeps.pack_seeds(trials) if pack_seeds else trials
+    _sweep_memory_plans(tasks)
     try:
         report = sweeps.run_sweep(tasks, address=address, max_retries=max_retries, cpus_per_trial=cpus_per_trial,
                                   num_cpus=num_cpus, echo=lambda line: typer.echo(line, err=True))
@@ -496,6 +524,19 @@ def _check_sweep_envs(trials: list[Any]) -> None:
         if key not in checked and not run_finished(trial.run_dir, trial.config.steps):
             checked.add(key)
             _check_env(trial.config)
+
+
+def _sweep_memory_plans(tasks: Sequence[Any]) -> None:
+    """The memory plan of each distinct trial (a packed trial's runs together), one line each; exit 1 if one cannot fit."""
+    from semzoo.run.multi import group_config
+
+    seen = set()
+    for task in tasks:
+        configs = [t.config for t in task.trials] if hasattr(task, "trials") else [task.config]
+        key = json.dumps([group_config(configs[0]), len(configs)], sort_keys=True, default=str)
+        if key not in seen:
+            seen.add(key)
+            _memory_plan(configs[0], runs=len(configs), label=f"trial {configs[0].env} {configs[0].algo}: ")
 
 
 @app.command()
@@ -730,7 +771,7 @@ def memory_cost(
     typer.echo(f"projection V: D x F = {proj_dim} x {state_dim} float64 = {projection_bytes(proj_dim, state_dim):,} bytes "
                "(shared by SEM and SAEM)")
     typer.echo(f"state keys in the replay buffer: D int32 = {state_keys_bytes(1, proj_dim)} bytes per slot, "
-               "buffer_size x (episode limit + 1) slots (phi(s) of each stored state, projected once)")
+               "an episode of L steps stores L + 1 slots (phi(s) of each stored state, projected once)")
 
 
 def _click_exceptions() -> Any:

@@ -159,6 +159,9 @@ class LearnerConfig:
     """Gradient updates per collected episode (Algorithm 1: one)."""
     timeout_as_terminal: bool = False
     """Treat a time-limit truncation as a termination (no bootstrap), as PyMARL does; off by default."""
+    replay_dtype: Literal["float32", "float16", "bfloat16"] = "float32"
+    """Storage type of observations and states in the replay buffer. float32 is exact; float16/bfloat16 halve the
+    buffer but round what the learner sees (lossy, off by default; its effect on learning is not measured)."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -7,7 +7,8 @@ from typing import Any
 from semzoo.config import ConfigField
 
 SPECIAL = {"env": "matrix:penalty", "env_args": {"k": -10}, "algo": "qmix", "out": "elsewhere", "run_name": "named",
-           "device": "cpu", "episode_limit": 7, "memory.miss_rule": "zero"}
+           "device": "cpu", "episode_limit": 7, "memory.miss_rule": "zero",
+           "learner.replay_dtype": "float16"}
 """Fields whose other value cannot be derived from the default's type."""
 
 

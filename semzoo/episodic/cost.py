@@ -114,7 +114,7 @@ STATE_KEY_BYTES_PER_DIM = 4
 
 
 def state_keys_bytes(n_slots: int, proj_dim: int) -> int:
-    """Bytes of the state keys a replay buffer of ``n_slots`` slots keeps (buffer_size x (episode limit + 1))."""
+    """Bytes of the state keys a replay buffer of ``n_slots`` slots keeps (an episode of L steps stores L + 1)."""
     return n_slots * proj_dim * STATE_KEY_BYTES_PER_DIM
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +100,12 @@ class MultiTrainer:
         self._stacked = StackedUpdate([t.learner for t in self.trainers]) if len(self.trainers) > 1 else None
 
     @classmethod
-    def create(cls, config: TrainConfig, seeds: Sequence[int], *, tensorboard: bool = True) -> MultiTrainer:
-        """Trainers for ``config`` with each of ``seeds``, each in its own new run directory (``new_run_dir``)."""
+    def create(cls, config: TrainConfig, seeds: Sequence[int], *, tensorboard: bool = True,
+               on_built: Callable[[int, Trainer], None] | None = None) -> MultiTrainer:
+        """Trainers for ``config`` with each of ``seeds``, each in its own new run directory (``new_run_dir``).
+
+        ``on_built(i, trainer)`` is called after the i-th (1-based) is built: building many runs takes a while.
+        """
         if not seeds:
             raise ValueError("seeds is empty: give at least one seed")
         if config.run_name and len(seeds) > 1:
@@ -113,6 +117,8 @@ class MultiTrainer:
                 # A group runs the sequential loop (collect, then learn); one seed is the plain single run.
                 run_config = dataclasses.replace(config, seed=seed, sequential=config.sequential or len(seeds) > 1)
                 trainers.append(Trainer(run_config, run_dir=new_run_dir(run_config), tensorboard=tensorboard))
+                if on_built is not None:
+                    on_built(len(trainers), trainers[-1])
             return cls(trainers)
         except BaseException:
             for trainer in trainers:

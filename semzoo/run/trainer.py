@@ -67,6 +67,7 @@ from semzoo.run.actor import ActorProcess, ActorStartError
 from semzoo.run.checkpoint import CheckpointManager, write_atomic
 from semzoo.run.device import resolve_device
 from semzoo.run.evaluation import SEED_STRIDE, EvalResult, eval_env_seeds, greedy_episodes
+from semzoo.run.memory_plan import peak_rss_bytes
 from semzoo.run.rundir import (
     CONFIG_FILE,
     FINAL_FILE,
@@ -174,7 +175,8 @@ class Trainer:
         env = self.env
         self.buffer = EpisodeReplayBuffer(capacity=config.learner.buffer_size, max_t=self.max_t, n_agents=env.n_agents,
                                           obs_dim=env.obs_dim, state_dim=env.state_dim, n_actions=env.n_actions,
-                                          state_key_words=self.memory.proj_dim if self.memory is not None else 0)
+                                          state_key_words=self.memory.proj_dim if self.memory is not None else 0,
+                                          store_dtype=config.learner.replay_dtype)
         self.runner = EpisodeRunner(env, self.agent, device=self.device, episode_limit=self.max_t)
         self.generator = torch.Generator().manual_seed(config.seed)
         # Overlap mode: the acting agent (read only by the collecting thread) and its own random stream.
@@ -504,7 +506,8 @@ class Trainer:
         if self.run_dir is not None:
             write_final(self.run_dir, {"env_steps": c.env_steps, "episodes": c.episodes, "updates": c.updates,
                                        "steps": self.config.steps, "wall_time": c.wall_time,
-                                       "result": self._last_eval})
+                                       "result": self._last_eval, "replay_bytes": self.buffer.nbytes,
+                                       "peak_rss_bytes": peak_rss_bytes()})
             if self.config.keep_checkpoints == 0 and self.checkpoints is not None:
                 self.checkpoints.remove_all()  # after final.json: a crash before it leaves a resumable run
 

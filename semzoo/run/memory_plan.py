@@ -1,0 +1,269 @@
+"""A run's memory, worked out from the env's sizes and the config before anything big is allocated.
+
+    replay buffer   expected: ``buffer_size`` episodes of the env's typical length (``TYPICAL_LENGTH``, else
+                    the limit); worst: every episode at the limit, or every env step the run can play
+                    (``steps`` plus two iterations' overshoot), whichever is less, with the store's growth
+                    slack and the old copy of one field during its last growth (``semzoo.replay.buffer``)
+    episodic table  ``semzoo_storage_bytes`` (what ``semzoo memory-cost`` reports) and the projection V
+    networks        the agent and mixer parameters, five copies (online, target, gradient, RMSprop state,
+                    the acting copy)
+    collector       the collected batch of ``n_envs`` padded episodes (two in flight when acting overlaps
+                    learning) and a sampled batch of ``batch_size`` with its activations (an estimate)
+    per run         ``RUN_OVERHEAD_BYTES`` for what a run owns besides (env, logger, allocator slack)
+
+Policy: a run (or a ``--seeds`` group of K runs, K times one run) is refused when its *worst case* exceeds
+``MEMORY_MARGIN`` of the machine's available memory (``MemAvailable`` of /proc/meminfo, psutil elsewhere).
+Refusing on the worst case, not the expected size, is the simple rule that cannot end in the kernel's
+out-of-memory kill: a run that passes the plan cannot outgrow the machine whatever its episodes' lengths.
+It stays usable for big maps because the worst case is bounded by the steps a run can play: a short
+27m_vs_30m run at the paper's 5000-episode buffer fits (its buffer can never hold more than it played),
+while a 0.5M run, whose buffer could fill with 5000 episodes at the limit, is refused up front with the
+numbers and the options (a smaller ``--buffer-size``, ``--replay-dtype float16``, a bigger machine).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from semzoo.config import TrainConfig
+from semzoo.replay.buffer import FIRST_SLOT, grown_slots, growth_transient_bytes, slot_bytes, worst_case_slots
+
+MEMORY_MARGIN = 0.9
+"""Share of the available memory a plan may use: the rest is left to the OS, page cache and other processes."""
+RUN_OVERHEAD_BYTES = 64 * 2**20
+"""What a run owns beyond the pieces counted (its env and wrappers, logger, tensor allocator slack): an estimate."""
+OVERSHOOT_ITERATIONS = 2
+"""Iterations a run may collect past ``steps`` (the last one, and one in flight when acting overlaps learning)."""
+ACTIVATION_FLOATS_PER_AGENT_STEP = 8
+"""Floats per (episode, step, agent) the update keeps for backward per hidden unit or action: an estimate."""
+NETWORK_COPIES = 5
+"""Online, target, gradient, RMSprop state and the acting copy of every parameter."""
+TYPICAL_LENGTH = {"smax:3m": 18, "smax:2s3z": 57, "smax:27m_vs_30m": 26}
+"""Typical episode lengths measured on SMAX maps (3m: 17.6 steps in sampled batches, docs/performance.md;
+2s3z: about 57 of 100 by 0.5M steps; 27m_vs_30m: random play ends after 21-26 steps, issue 25); other envs
+are expected at their limit. Only the expected size reads them: the worst case assumes the limit."""
+
+
+@dataclass(frozen=True)
+class EnvSizes:
+    """What the plan needs of an env: agents, observation, state and action sizes, and the episode limit."""
+
+    n_agents: int
+    obs_dim: int
+    state_dim: int
+    n_actions: int
+    episode_limit: int
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Bytes of one run's parts (``expected``/``worst`` where they differ) and of ``runs`` runs together."""
+
+    runs: int
+    replay_expected: int
+    replay_worst: int
+    replay_worst_slots: int
+    slot_bytes: int
+    table: int
+    networks: int
+    collector: int
+    overhead: int
+
+    @property
+    def run_expected(self) -> int:
+        return self.replay_expected + self.table + self.networks + self.collector + self.overhead
+
+    @property
+    def run_worst(self) -> int:
+        return self.replay_worst + self.table + self.networks + self.collector + self.overhead
+
+    @property
+    def expected(self) -> int:
+        return self.runs * self.run_expected
+
+    @property
+    def worst(self) -> int:
+        return self.runs * self.run_worst
+
+    def line(self, available: int | None) -> str:
+        """One line: the parts, the totals and what the machine has."""
+        runs = f"{self.runs} runs x " if self.runs > 1 else ""
+        text = (f"memory plan: {runs}(replay buffer {gb(self.replay_expected)} expected, {gb(self.replay_worst)} "
+                f"worst; episodic table {gb(self.table)}; networks {gb(self.networks)}; collector "
+                f"{gb(self.collector)}) = {gb(self.expected)} expected, {gb(self.worst)} worst")
+        return text + (f" of {gb(available)} available" if available is not None else "")
+
+
+def gb(n_bytes: float) -> str:
+    """Bytes as GB (1e9) or MB, three significant figures."""
+    return f"{n_bytes / 1e9:.3g} GB" if n_bytes >= 1e8 else f"{n_bytes / 1e6:.3g} MB"
+
+
+def env_sizes(config: TrainConfig) -> EnvSizes:
+    """The sizes of ``config.env`` read through its CTDE adapter (one env built and closed)."""
+    from semzoo.envs.registry import make_env
+    from semzoo.wrappers.ctde import CTDEEnv
+
+    ctde = CTDEEnv(make_env(config.env, **config.env_args), episode_limit=config.episode_limit)
+    try:
+        return EnvSizes(n_agents=ctde.n_agents, obs_dim=ctde.obs_dim, state_dim=ctde.state_dim,
+                        n_actions=ctde.n_actions, episode_limit=int(config.episode_limit or ctde.episode_limit))
+    finally:
+        ctde.close()
+
+
+def _store_sizes(used: int, max_t: int, worst: int) -> tuple[int, int]:
+    """(slots the buffer's store has grown to once it holds ``used`` slots, the size before its last growth)."""
+    before, slots = 0, min(worst, FIRST_SLOT + 2 * (max_t + 1))
+    while slots < min(worst, FIRST_SLOT + used + 2 * (max_t + 1)):
+        before, slots = slots, grown_slots(slots, slots, worst)  # what a growth of a full store gives
+    return slots, before
+
+
+def replay_bytes(sizes: EnvSizes, config: TrainConfig, *, key_words: int) -> tuple[int, int, int, int]:
+    """(expected, worst, worst slots, bytes per slot) of the run's replay buffer."""
+    t = sizes.episode_limit
+    fields = slot_bytes(n_agents=sizes.n_agents, obs_dim=sizes.obs_dim, state_dim=sizes.state_dim,
+                        n_actions=sizes.n_actions, state_key_words=key_words, store_dtype=config.learner.replay_dtype)
+    per_slot = sum(fields.values())
+    capacity = config.learner.buffer_size
+    structural = worst_case_slots(capacity, t)
+    played = config.steps + OVERSHOOT_ITERATIONS * config.n_envs * t
+    # Stored slots: each stored episode's steps plus one; no more episodes than capacity or steps played.
+    most_used = min(capacity * (t + 1), played + min(capacity, played))
+    # A growth happens only with under two episodes' room left, and grows by GROWTH: at most that much more.
+    # Before a growth the store had under two episodes' room left, so fewer than most_used + 2 (t + 1) slots.
+    before = min(structural, FIRST_SLOT + most_used + 2 * (t + 1))
+    worst_slots = grown_slots(before, before, structural)
+    typical = min(TYPICAL_LENGTH.get(config.env, t), t)
+    expected_used = min(capacity * (typical + 1), played + min(capacity, played // max(typical, 1)))
+    expected_slots, _ = _store_sizes(expected_used, t, worst_slots)
+    index = 2 * 8 * capacity  # offsets and lengths, int64
+    worst = worst_slots * per_slot + growth_transient_bytes(fields, before) + index
+    return expected_slots * per_slot + index, worst, worst_slots, per_slot
+
+
+def network_bytes(sizes: EnvSizes, config: TrainConfig) -> int:
+    """Bytes of the agent's and mixer's parameters, ``NETWORK_COPIES`` times (built on the meta device: no memory)."""
+    import torch
+
+    from semzoo import algos
+    from semzoo.agents.rnn import RNNAgent
+    from semzoo.mixers.base import make_mixer
+
+    algo = algos.parse_algorithm(config.algo)
+    with torch.device("meta"):
+        agent = RNNAgent.for_env(sizes, config.agent)  # type: ignore[arg-type]
+        mixer = make_mixer(algo.mixer, n_agents=sizes.n_agents, state_dim=sizes.state_dim,
+                           n_actions=sizes.n_actions, config=config.mixer)
+    params = sum(p.numel() for m in (agent, mixer) for p in m.parameters())
+    return NETWORK_COPIES * 4 * params
+
+
+def collector_bytes(sizes: EnvSizes, config: TrainConfig) -> int:
+    """The collected batches (float32, padded to the limit) and a sampled batch with its activations: an estimate."""
+    t, a = sizes.episode_limit, sizes.n_agents
+    padded_slot = 4 * (a * sizes.obs_dim + sizes.state_dim + a * sizes.n_actions + a + 3)
+    in_flight = 1 if config.sequential else 2
+    collected = in_flight * config.n_envs * (t + 1) * padded_slot
+    batch = config.learner.batch_size
+    activations = 4 * batch * (t + 1) * a * ACTIVATION_FLOATS_PER_AGENT_STEP * (config.agent.hidden_dim + sizes.n_actions)
+    return collected + batch * (t + 1) * padded_slot + activations
+
+
+def table_bytes(sizes: EnvSizes, config: TrainConfig) -> tuple[int, int]:
+    """(bytes of the episodic table and projection, state-key words per slot), (0, 0) without memory."""
+    from semzoo import algos
+    from semzoo.episodic.cost import projection_bytes, semzoo_storage_bytes
+
+    algo = algos.parse_algorithm(config.algo)
+    if not algo.has_memory:
+        return 0, 0
+    m = config.memory
+    kind = "saem" if algo.memory == "saem" else "sem"
+    table = semzoo_storage_bytes(kind, sizes.n_agents, sizes.n_actions, capacity=m.capacity, proj_dim=m.proj_dim)
+    return table + projection_bytes(m.proj_dim, sizes.state_dim), m.proj_dim
+
+
+def plan(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1) -> MemoryPlan:
+    """The memory plan of ``runs`` runs of ``config`` (a ``--seeds`` group: K times one run)."""
+    table, key_words = table_bytes(sizes, config)
+    expected, worst, worst_slots, per_slot = replay_bytes(sizes, config, key_words=key_words)
+    return MemoryPlan(runs=runs, replay_expected=expected, replay_worst=worst, replay_worst_slots=worst_slots,
+                      slot_bytes=per_slot, table=table, networks=network_bytes(sizes, config),
+                      collector=collector_bytes(sizes, config), overhead=RUN_OVERHEAD_BYTES)
+
+
+def available_memory() -> int | None:
+    """Bytes the machine can still give (``MemAvailable`` of /proc/meminfo; psutil elsewhere); None when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return int(psutil.virtual_memory().available)
+
+
+def _largest_buffer_that_fits(config: TrainConfig, sizes: EnvSizes, budget: int, runs: int) -> int:
+    """The largest ``--buffer-size`` whose plan of ``runs`` runs fits ``budget`` bytes (0 when none does)."""
+    low, high = 0, config.learner.buffer_size
+    while low < high:
+        mid = (low + high + 1) // 2
+        learner = dataclasses.replace(config.learner, buffer_size=mid, batch_size=min(mid, config.learner.batch_size))
+        if plan(dataclasses.replace(config, learner=learner), sizes, runs=runs).worst <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def refusal(config: TrainConfig, sizes: EnvSizes, the_plan: MemoryPlan, available: int | None) -> str | None:
+    """The one-line reason to refuse ``the_plan`` on a machine with ``available`` bytes, or None when it fits."""
+    if available is None:
+        return None
+    budget = int(MEMORY_MARGIN * available)
+    if the_plan.worst <= budget:
+        return None
+    r = the_plan
+    what = (f"{config.env} {config.algo} for {config.steps:,} steps needs up to {gb(r.run_worst)} per run (replay "
+            f"buffer worst case {gb(r.replay_worst)}: {config.learner.buffer_size:,} episodes, up to "
+            f"{r.replay_worst_slots:,} steps of {r.slot_bytes:,} bytes; expected {gb(r.replay_expected)})")
+    options = []
+    if r.runs > 1:
+        fit = budget // r.run_worst
+        what = f"{r.runs} runs of {what} = {gb(r.worst)}"
+        options.append(f"{fit} runs fit (give --seeds 0-{fit - 1})" if fit > 0 else "not even one run fits")
+    if r.runs == 1 or budget // r.run_worst > 0:
+        size = _largest_buffer_that_fits(config, sizes, budget, r.runs)
+        if 0 < size < config.learner.buffer_size:
+            options.append(f"--buffer-size {size}")
+    if config.learner.replay_dtype == "float32":
+        lossy = plan(dataclasses.replace(config, learner=dataclasses.replace(config.learner, replay_dtype="float16")),
+                     sizes, runs=r.runs)
+        fits = "fits" if lossy.worst <= budget else "still too big"
+        options.append(f"--replay-dtype float16 (lossy, unmeasured for learning: {gb(lossy.worst)} worst, {fits})")
+    options.append("a machine with more memory")
+    return (f"memory plan: {what}, but this machine has {gb(available)} available (the plan may use "
+            f"{MEMORY_MARGIN:.0%}): {'; '.join(options)}")
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory (``ru_maxrss``), in bytes; 0 where unknown."""
+    try:
+        import resource
+    except ImportError:
+        return 0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    import sys
+
+    return int(rss if sys.platform == "darwin" else rss * 1024)
+
+
+__all__ = ["EnvSizes", "MemoryPlan", "available_memory", "env_sizes", "peak_rss_bytes", "plan", "refusal"]

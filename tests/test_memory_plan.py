@@ -1,0 +1,102 @@
+"""A run states its memory before it allocates, and a run that cannot fit is refused in one line (exit 1)."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import NO_ACTOR_FLAGS
+from typer.testing import CliRunner
+
+from semzoo.cli import app
+from semzoo.config import LearnerConfig, TrainConfig
+from semzoo.run import memory_plan
+from semzoo.run.memory_plan import MEMORY_MARGIN, EnvSizes, plan
+
+runner = CliRunner()
+SMAX_27M = EnvSizes(n_agents=27, obs_dim=738, state_dim=684, n_actions=36, episode_limit=100)
+TINY = ["--env", "matrix:climbing", "--algo", "qmix", "--steps", "100", "--batch-size", "4", "--buffer-size", "32",
+        "--test-episodes", "4", "--no-tensorboard", *NO_ACTOR_FLAGS]
+
+
+def test_the_replay_plan_of_a_known_map_counts_every_slot_at_the_limit():
+    config = TrainConfig(env="smax:27m_vs_30m", algo="qmix", steps=500_000)
+    p = plan(config, SMAX_27M)
+    # float32 obs and state, bool avail and terminated, uint8 actions, float32 reward: per slot
+    assert p.slot_bytes == 27 * 738 * 4 + 684 * 4 + 27 * 36 + 27 + 4 + 1 == 83_444
+    assert p.replay_worst_slots == 5001 * 101 + 1  # every episode at the limit (the structural worst case)
+    assert p.replay_worst >= p.replay_worst_slots * p.slot_bytes > 42e9  # the issue's 42 GB, and the growth's copy
+    assert p.table == 0  # qmix has no episodic table
+    # Expected: 5000 episodes of the measured 26 steps (27 slots), the store grown by half at a time.
+    assert 5000 * 27 * p.slot_bytes <= p.replay_expected <= 1.5 * 5000 * 27 * p.slot_bytes + 1e8
+
+
+def test_a_short_run_is_bounded_by_the_steps_it_can_play():
+    short = plan(TrainConfig(env="smax:27m_vs_30m", algo="sem-qmix", steps=5000), SMAX_27M)
+    assert short.replay_worst < 5e9 < plan(TrainConfig(env="smax:27m_vs_30m", algo="sem-qmix"), SMAX_27M).replay_worst
+    assert short.table > 0  # SEM's table and projection
+
+
+def test_lossy_storage_halves_the_observations_and_runs_multiply():
+    config = TrainConfig(env="smax:27m_vs_30m", algo="qmix", steps=500_000)
+    half = TrainConfig(env="smax:27m_vs_30m", algo="qmix", steps=500_000, learner=LearnerConfig(replay_dtype="float16"))
+    assert plan(config, SMAX_27M).slot_bytes - plan(half, SMAX_27M).slot_bytes == (27 * 738 + 684) * 2
+    assert plan(config, SMAX_27M, runs=4).worst == 4 * plan(config, SMAX_27M).run_worst
+
+
+def fake_memory(monkeypatch, n_bytes: int) -> None:
+    monkeypatch.setattr(memory_plan, "available_memory", lambda: n_bytes)
+
+
+def test_train_prints_its_memory_plan_in_one_line(tmp_path):
+    result = runner.invoke(app, ["train", *TINY, "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("memory plan:")]
+    assert len(lines) == 1 and "expected" in lines[0] and "worst" in lines[0] and "available" in lines[0]
+    assert "peak RSS" in result.output
+
+
+def test_a_run_that_cannot_fit_is_refused_before_it_allocates(monkeypatch, tmp_path):
+    fake_memory(monkeypatch, 10_000_000)
+    result = runner.invoke(app, ["train", *TINY, "--out", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+    line = result.output.strip()
+    assert line.startswith("Error: memory plan:") and "10 MB available" in line
+    assert "--replay-dtype float16" in line and "a machine with more memory" in line
+    assert not any(tmp_path.iterdir())  # nothing was built
+
+
+def test_a_seeds_group_that_cannot_fit_says_how_many_runs_fit(monkeypatch, tmp_path):
+    config = TrainConfig(env="matrix:climbing", algo="qmix", steps=100, sequential=True,
+                         learner=LearnerConfig(batch_size=4, buffer_size=32))
+    one_run = plan(config, memory_plan.env_sizes(config)).run_worst
+    fake_memory(monkeypatch, int(3.5 * one_run / MEMORY_MARGIN))
+    result = runner.invoke(app, ["train", *TINY, "--seeds", "0-100000", "--out", str(tmp_path)])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "100001 runs of matrix:climbing qmix" in result.output
+    assert "3 runs fit (give --seeds 0-2)" in result.output
+    assert f"needs up to {memory_plan.gb(one_run)} per run" in result.output
+
+
+def test_a_seeds_group_that_fits_says_it_is_building_its_runs(tmp_path):
+    result = runner.invoke(app, ["train", *TINY, "--seeds", "0-2", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    plan_line = next(i for i, line in enumerate(lines) if line.startswith("memory plan: 3 runs x"))
+    assert lines[plan_line + 1].startswith("building 3 runs of qmix on matrix:climbing")
+    assert [line.split(":")[0] for line in lines if line.startswith("built run")] == [f"built run {i}/3"
+                                                                                       for i in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("available", [None, 10**15])
+def test_no_refusal_when_memory_is_unknown_or_ample(available):
+    config = TrainConfig(env="smax:27m_vs_30m", algo="qmix", steps=500_000)
+    assert memory_plan.refusal(config, SMAX_27M, plan(config, SMAX_27M), available) is None
+
+
+def test_the_refusal_of_a_big_map_names_a_buffer_size_that_fits():
+    config = TrainConfig(env="smax:27m_vs_30m", algo="qmix", steps=500_000)
+    reason = memory_plan.refusal(config, SMAX_27M, plan(config, SMAX_27M), 24 * 10**9)
+    assert reason is not None and "--buffer-size " in reason
+    size = int(reason.split("--buffer-size ")[1].split(";")[0])
+    smaller = TrainConfig(env="smax:27m_vs_30m", algo="qmix", steps=500_000, learner=LearnerConfig(buffer_size=size))
+    assert plan(smaller, SMAX_27M).worst <= MEMORY_MARGIN * 24e9
