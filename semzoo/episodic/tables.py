@@ -347,8 +347,10 @@ class EpisodicMemory(Memory, ABC):
     layout (``key_words``, ``keys_from_state_keys``, ``_step_keys``), those two hooks and the cost model.
     """
 
-    kind: str = ""
-    """The name saved in state_dict (checked on load): the registered name of SEM and SAEM."""
+    @property
+    def kind(self) -> str:
+        """The registered name ("sem", "saem"), saved in state_dict and checked on load."""
+        return self.name
 
     def __init__(
         self,
@@ -699,7 +701,6 @@ class SEMTable(EpisodicMemory):
     learner's bootstrap value V(t+1), so E_t = y_t.
     """
 
-    kind = "sem"
     description = "state-based memory Q^S(phi(s)), E = r + gamma Q^S(s') (Ma & Li 2021, eq. 6-7)"
 
     @property
@@ -750,7 +751,6 @@ class SAEMTable(EpisodicMemory):
     the joint action is part of the key, 16 bits per agent. E_t = Q^SA(phi(s_t), u_t) (eq. 4), y_t on a miss.
     """
 
-    kind = "saem"
     description = "state-and-action memory Q^SA(phi(s), u), E = Q^SA(s, u) (Ma & Li 2021, eq. 4)"
 
     @property
