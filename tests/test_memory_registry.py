@@ -68,7 +68,7 @@ def test_another_class_under_a_taken_name_is_refused_unless_replace(scratch_name
     class Second(SEMTable):
         pass
 
-    with pytest.raises(ValueError, match=r"^memory 'sem' is already registered as .*SEMTable: .*replace=True"):
+    with pytest.raises(ValueError, match=r"^memory name 'sem' is already registered to .*SEMTable; .*replace=True"):
         register_memory("sem")(First)
     assert memory_class("sem") is SEMTable
     register_memory(scratch_name)(First)

@@ -36,6 +36,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from semzoo.plugins import check_free
+
 if TYPE_CHECKING:
     import numpy as np
     import torch
@@ -158,10 +160,7 @@ def register_memory(name: str, *, replace: bool = False) -> Callable[[M], M]:
         if not (isinstance(cls, type) and issubclass(cls, Memory)):
             raise TypeError(f"register_memory({name!r}) decorates a subclass of semzoo.episodic.memory.Memory, "
                             f"got {cls!r}")
-        taken = _REGISTRY.get(name)
-        if taken is not None and taken is not cls and not replace:
-            raise ValueError(f"memory {name!r} is already registered as {taken.__module__}.{taken.__qualname__}: "
-                             "choose another name, or pass replace=True to replace it")
+        check_free("memory", name, cls, _REGISTRY, replace=replace)  # the registries' one rule
         cls.name = name
         _REGISTRY[name] = cls
         return cls
