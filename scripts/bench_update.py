@@ -6,7 +6,7 @@ batch by batch (each round in another order) so that a busy machine slows every 
 - the whole update (``learner.train``), for a plain algorithm and its ``sem-`` variant, so memory's
   share of an update is measured (the issue's bound: under 5 %);
 - its parts: the online agent network forward + backward, the target agent network's forward, the
-  episodic table lookup as the update runs it (``semzoo.episodic.target.table_lookup`` on the state keys
+  episodic table lookup as the update runs it (``QLearner.table_lookup``, the memory's ``lookup_batch``, on the state keys
   the replay buffer kept); "rest" is the mixer, loss, masks, clipping and the optimiser;
 - the floor: the GRU's arithmetic per update (online forward + backward = 3 forwards, target 1
   forward) over the GFLOP/s that ``nn.GRU`` reaches on this machine at the update's shapes, timed
@@ -29,7 +29,6 @@ from collections.abc import Callable
 import torch
 
 from semzoo.config import TrainConfig
-from semzoo.episodic.target import table_lookup
 from semzoo.learners.batch import CleanBatch
 from semzoo.run.trainer import Trainer
 from semzoo.types import EpisodeBatch
@@ -111,7 +110,7 @@ def main() -> None:
 
     def lookup(batch: EpisodeBatch) -> None:
         assert memory.memory is not None
-        table_lookup(memory.memory, memory.memory_kind, cleans[id(batch)], batch.state_keys)
+        memory.table_lookup(cleans[id(batch)], batch.state_keys)
 
     gru = torch.nn.GRU(hidden, hidden, batch_first=True)
 

@@ -1,14 +1,15 @@
 """The algorithm table: what an algorithm id means, and the one place its parts are built.
 
-An id is ``<base>`` or ``<kind>-<base>``: ``base`` names a row of the table (a mixer and the
-learner that trains it), ``kind`` an episodic memory (``sem``, ``saem``; paper sections 4-5).
+An id is ``<base>`` or ``<memory>-<base>``: ``base`` names a row of the table (a mixer and the
+learner that trains it), ``memory`` a registered episodic memory (``sem``, ``saem``: paper sections 4-5;
+any other registered with ``semzoo.register_memory``, see semzoo.episodic.memory).
 
     qmix          QMixer         QLearner
     cw-qmix       QMixer         WQMIXLearner(weighting="cw")    + its central Q*
     sem-qplex     QPLEXMixer     QLearner                        + SEM table, E target (eq. 6-7)
 
 Every mixer registered with ``semzoo.register_mixer(name)`` is a row of its own (trained by the
-plain ``QLearner``), so ``name``, ``sem-name`` and ``saem-name`` train without further code.
+plain ``QLearner``), so ``name`` and ``<memory>-name`` for every memory train without further code.
 ``register_algorithm`` adds a row with its own learner (a subclass of ``QLearner`` that overrides
 its hooks). The CLI, ``TrainConfig`` validation, sweeps, ``semzoo algos`` and the matrix-game
 script all read this table; user code reaches it from the CLI through a plugin module
@@ -22,19 +23,17 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from semzoo.episodic.tables import KINDS as EPISODIC_KINDS
+from semzoo.episodic.memory import NO_MEMORY, make_memory, memory_names
 from semzoo.mixers.base import make_mixer, mixer_names
 from semzoo.plugins import check_free, load_plugins
 
 if TYPE_CHECKING:
     from semzoo.agents.rnn import RNNAgent
     from semzoo.config import TrainConfig
-    from semzoo.episodic.tables import EpisodicMemory
+    from semzoo.episodic.memory import Memory
     from semzoo.learners.q_learner import QLearner
     from semzoo.mixers.base import Mixer
     from semzoo.types import VecCTDEEnv
-
-NO_MEMORY = "none"
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ class Algorithm:
 
 @dataclass(frozen=True)
 class AlgorithmId:
-    """A parsed id: the table row and the episodic memory kind ('none', 'sem' or 'saem')."""
+    """A parsed id: the table row and the registered memory's name ('none' without memory)."""
 
     id: str
     algorithm: Algorithm
@@ -75,7 +74,7 @@ class AlgorithmId:
 
     @property
     def has_memory(self) -> bool:
-        """True for the sem-/saem- ids, which train with an episodic table."""
+        """True for the <memory>-<base> ids, which train with an episodic memory."""
         return self.memory != NO_MEMORY
 
 
@@ -83,7 +82,7 @@ _TABLE: dict[str, Algorithm] = {}
 
 
 def register_algorithm(algorithm: Algorithm, *, replace: bool = False) -> Algorithm:
-    """Add a row; its memory variants ``sem-<name>`` and ``saem-<name>`` come with it. Returns the row.
+    """Add a row; its memory variants ``<memory>-<name>`` come with it. Returns the row.
 
     Checked here, so a plugin's mistake is one line when it is imported, not a traceback when a run is built:
     the name, the mixer (registered), the learner (the ``module:Class`` path of a ``QLearner`` subclass).
@@ -101,9 +100,9 @@ def register_algorithm(algorithm: Algorithm, *, replace: bool = False) -> Algori
 def _check_row(algorithm: Algorithm) -> None:
     """ValueError/TypeError, one line, for a row that could not be built: bad name, unknown mixer, bad learner."""
     name = algorithm.name
-    if not isinstance(name, str) or not name or name.partition("-")[0] in EPISODIC_KINDS:
+    if not isinstance(name, str) or not name or name.partition("-")[0] in memory_names():
         raise ValueError(f"algorithm name {name!r}: expected a name that does not start with "
-                         f"{', '.join(k + '-' for k in EPISODIC_KINDS)} (those prefixes select episodic memory)")
+                         f"{', '.join(k + '-' for k in memory_names())} (those prefixes select episodic memory)")
     if algorithm.mixer not in mixer_names():
         raise ValueError(f"algorithm {name!r}: mixer {algorithm.mixer!r} is not registered: expected one of "
                          f"{', '.join(mixer_names())}; register it first with @semzoo.register_mixer")
@@ -150,22 +149,27 @@ def _rows() -> dict[str, Algorithm]:
 
 
 def algorithm_ids() -> list[str]:
-    """Every trainable id: each row, then its sem- and saem- variants."""
+    """Every trainable id: each row, then its variants with each registered memory."""
     rows = _rows()
-    return [f"{prefix}{name}" for prefix in ("", *(k + "-" for k in EPISODIC_KINDS)) for name in rows]
+    return [f"{prefix}{name}" for prefix in ("", *(k + "-" for k in memory_names())) for name in rows]
 
 
 def parse_algorithm(algo_id: str) -> AlgorithmId:
     """'sem-qmix' -> AlgorithmId(row qmix, memory 'sem'); ValueError naming the valid ids otherwise."""
     rows = _rows()
-    kind, _, rest = algo_id.partition("-")
-    if kind in EPISODIC_KINDS and rest in rows:
-        return AlgorithmId(algo_id, rows[rest], kind)
+    memories = memory_names()
+    prefix, _, rest = algo_id.partition("-")
+    if prefix in memories and rest in rows:
+        return AlgorithmId(algo_id, rows[rest], prefix)
     if algo_id in rows:
         return AlgorithmId(algo_id, rows[algo_id], NO_MEMORY)
-    bases = ", ".join(rows)
-    raise ValueError(f"unknown algorithm {algo_id!r}: expected <base>, sem-<base> or saem-<base> with base one of "
-                     f"{bases} (`semzoo algos` lists them; register your own with semzoo.register_mixer)")
+    bases, prefixes = ", ".join(rows), ", ".join(memories)
+    if rest in rows:
+        raise ValueError(f"unknown memory {prefix!r} in algorithm {algo_id!r}: expected one of {prefixes} "
+                         "(`semzoo algos` lists them; register your own with semzoo.register_memory)")
+    raise ValueError(f"unknown algorithm {algo_id!r}: expected <base> or <memory>-<base> with memory one of "
+                     f"{prefixes} and base one of {bases} (`semzoo algos` lists them; register your own with "
+                     "semzoo.register_mixer or semzoo.register_memory)")
 
 
 @dataclass
@@ -175,14 +179,13 @@ class RunParts:
     algo: AlgorithmId
     agent: RNNAgent
     mixer: Mixer
-    memory: EpisodicMemory | None
+    memory: Memory | None
     learner: QLearner
 
 
 def build(config: TrainConfig, env: VecCTDEEnv, device: torch.device) -> RunParts:
     """Agent, mixer, episodic memory and learner of ``config.algo`` for ``env``, in that order (seeded RNG order)."""
     from semzoo.agents.rnn import RNNAgent
-    from semzoo.episodic.tables import make_episodic_memory
 
     algo = parse_algorithm(config.algo)
     agent = RNNAgent.for_env(env, config.agent).to(device)
@@ -190,13 +193,12 @@ def build(config: TrainConfig, env: VecCTDEEnv, device: torch.device) -> RunPart
                        config=config.mixer).to(device)
     memory = None
     if algo.has_memory:
-        m = config.memory
-        memory = make_episodic_memory(algo.memory, state_dim=env.state_dim, n_agents=env.n_agents,
-                                      proj_dim=m.proj_dim, capacity=m.capacity, pending_size=m.pending_size,
-                                      gamma=config.learner.gamma, seed=config.seed)
+        memory = make_memory(algo.memory, config, state_dim=env.state_dim, n_agents=env.n_agents,
+                             n_actions=env.n_actions)
     learner = algo.algorithm.learner_class().from_config(config, agent=agent, mixer=mixer, memory=memory,
-                                                         memory_kind=algo.memory, **algo.algorithm.learner_args)
+                                                         **algo.algorithm.learner_args)
     return RunParts(algo=algo, agent=agent, mixer=mixer, memory=memory, learner=learner)
 
 
-__all__ = ["Algorithm", "AlgorithmId", "RunParts", "algorithm_ids", "build", "parse_algorithm", "register_algorithm"]
+__all__ = ["NO_MEMORY", "Algorithm", "AlgorithmId", "RunParts", "algorithm_ids", "build", "parse_algorithm",
+           "register_algorithm"]

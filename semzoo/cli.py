@@ -669,19 +669,28 @@ def _plugins(
 
 @app.command()
 def algos() -> None:
-    """List the algorithm ids: each row of the table (mixer, learner) and its sem-/saem- variants."""
-    from semzoo.algos import algorithm_ids, parse_algorithm
+    """List the algorithm ids: each row of the table (mixer, learner) and the memories that prefix it."""
+    from semzoo.algos import NO_MEMORY, algorithm_ids, parse_algorithm
+    from semzoo.episodic.memory import memory_class, memory_names
 
-    rows = [parsed for parsed in map(parse_algorithm, algorithm_ids()) if parsed.memory == "none"]
+    rows = [parsed for parsed in map(parse_algorithm, algorithm_ids()) if parsed.memory == NO_MEMORY]
     width = max(len(r.id) for r in rows) + 2
-    typer.echo("Algorithm ids: <base>, sem-<base> (state-based memory) or saem-<base> (state and joint action).")
+    typer.echo("Algorithm ids: <base>, or <memory>-<base> with an episodic memory (sem-qmix, saem-vdn, ...).")
     typer.echo(f"  {'base':<{width}}{'mixer':<10}{'learner':<14}description")
     for r in rows:
         learner = r.algorithm.learner.rpartition(":")[2]
         typer.echo(f"  {r.id:<{width}}{r.mixer:<10}{learner:<14}{r.algorithm.description}")
     typer.echo("")
-    typer.echo("Register your own with semzoo.register_mixer / semzoo.register_algorithm in a module, then "
-               "`semzoo --plugin MODULE ...` (see docs/architecture.md).")
+    memories = memory_names()
+    width = max(len("memory"), *(len(m) + 1 for m in memories)) + 2
+    typer.echo(f"  {'memory':<{width}}description")
+    for name in memories:
+        cls = memory_class(name)
+        summary = cls.description or (cls.__doc__ or "").strip().partition("\n")[0]
+        typer.echo(f"  {name + '-':<{width}}{summary}")
+    typer.echo("")
+    typer.echo("Register your own with semzoo.register_mixer / semzoo.register_algorithm / semzoo.register_memory "
+               "in a module, then `semzoo --plugin MODULE ...` (see docs/architecture.md).")
 
 
 @app.command()

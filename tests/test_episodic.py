@@ -370,7 +370,7 @@ def test_wrong_state_width_names_both_shapes():
 
 
 def test_unknown_kind_raises():
-    with pytest.raises(ValueError, match=r"unknown episodic memory kind 'nem'.*saem.*sem"):
+    with pytest.raises(ValueError, match=r"unknown memory 'nem'.*sem, saem.*register_memory"):
         make_episodic_memory("nem", state_dim=STATE_DIM, n_agents=N_AGENTS)
 
 

@@ -12,7 +12,7 @@ from conftest import NO_ACTOR
 from semzoo.agents.rnn import RNNAgent
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
 from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
-from semzoo.episodic.target import EpisodicTarget, episodic_target, table_lookup
+from semzoo.episodic.target import EpisodicTarget, episodic_target
 from semzoo.learners.q_learner import CleanBatch, QLearner
 from semzoo.mixers.base import make_mixer
 from semzoo.types import EpisodeBatch
@@ -35,7 +35,7 @@ def make_learner(memory: EpisodicMemory | None = None, *, lam: float = 0.1, miss
     mix = make_mixer(mixer, n_agents=A, state_dim=S, n_actions=U, config=MixerConfig(embed_dim=4, hypernet_dim=8))
     learner = QLearner(agent=agent, mixer=mix, config=LearnerConfig(gamma=GAMMA),
                        memory_config=MemoryConfig(lam=lam, miss_rule=miss_rule),  # type: ignore[arg-type]
-                       memory=memory, memory_kind=memory.kind if memory is not None else "none")
+                       memory=memory)
     with torch.no_grad():  # a target network unlike the online one, so y is not trivially Q_tot
         for p in learner.target_agent.parameters():
             p.add_(0.1)
@@ -70,7 +70,7 @@ def episodic(learner: QLearner, batch: EpisodeBatch) -> tuple[torch.Tensor, Epis
         q = learner.agent_q(learner.agent, clean)
         next_value = learner.next_value(clean, q)
         y = learner.td_target(clean, next_value)
-    target = episodic_target(learner.memory, learner.memory_kind, clean, y, next_value, gamma=learner.config.gamma,
+    target = episodic_target(learner.memory, clean, y, next_value, gamma=learner.config.gamma,
                              miss_rule=learner.memory_config.miss_rule)
     return y, target
 
@@ -258,18 +258,17 @@ def test_saem_tells_two_joint_actions_in_the_same_state_apart():
 # ----------------------------------------------------------------------------------------------- padding
 
 
-class RecordingMemory:
-    """Wraps a memory and records the keys of every lookup (a lookup counts as an access for LFU eviction)."""
+def record_lookups(memory: EpisodicMemory) -> list[np.ndarray]:
+    """The keys of every lookup of ``memory`` from now on (a lookup counts as an access for LFU eviction)."""
+    looked_up: list[np.ndarray] = []
+    table_lookup = memory.lookup
 
-    def __init__(self, memory: EpisodicMemory) -> None:
-        self.memory, self.kind, self.looked_up = memory, memory.kind, []
+    def lookup(keys):
+        looked_up.append(np.asarray(keys).copy())
+        return table_lookup(keys)
 
-    def __getattr__(self, name):
-        return getattr(self.memory, name)
-
-    def lookup(self, keys):
-        self.looked_up.append(np.asarray(keys).copy())
-        return self.memory.lookup(keys)
+    memory.lookup = lookup  # type: ignore[method-assign]
+    return looked_up
 
 
 @pytest.mark.parametrize("stored_keys", [False, True], ids=["projected", "stored-keys"])
@@ -279,10 +278,10 @@ def test_padding_is_never_queried(kind, stored_keys):
     memory = make_memory(kind)
     if stored_keys:  # as the replay buffer of a run hands them over
         batch = dataclasses.replace(batch, state_keys=torch.from_numpy(memory.slot_state_keys(batch).view(np.int32)))
-    recorder = RecordingMemory(memory)
-    learner = make_learner(recorder, lam=0.5)  # type: ignore[arg-type]
+    recorded = record_lookups(memory)
+    learner = make_learner(memory, lam=0.5)
     learner.compute_loss(batch)
-    (looked_up,) = recorder.looked_up
+    (looked_up,) = recorded
     if kind == "sem":  # s_{t+1} of real, non-terminal steps
         expected = memory.keys(batch.state[:, 1:][batch.filled & ~batch.terminated])
     else:  # s_t of real steps
@@ -301,7 +300,7 @@ def test_stored_state_keys_give_the_same_answers_and_accesses_as_projecting(kind
         memory.flush()
     clean = CleanBatch.from_batch(batch)
     slot_keys = torch.from_numpy(stored.slot_state_keys(batch).view(np.int32))
-    a, b = table_lookup(projected, kind, clean), table_lookup(stored, kind, clean, slot_keys)
+    a, b = projected.lookup_batch(clean, None), stored.lookup_batch(clean, slot_keys)
     assert 0.0 < float(a.hit_rate) < 1.0
     for name in ("values_BT", "hit_BT", "hit_rate"):
         assert torch.equal(getattr(a, name), getattr(b, name)), name

@@ -75,17 +75,15 @@ def make_learner(name: str, memory: EpisodicMemory | None, *, lam: float = 0.1,
     agent = RNNAgent(obs_dim=O, n_agents=A, n_actions=U, hidden_dim=8)
     mixer_config = MixerConfig(embed_dim=4, hypernet_dim=8, qplex_heads=2, central_embed_dim=16, wqmix_alpha=ALPHA)
     config, memory_config = LearnerConfig(gamma=GAMMA), MemoryConfig(lam=lam, miss_rule=miss_rule)
-    memory_kind = memory.kind if memory is not None else "none"
     learner: QLearner
     if name in ("cw-qmix", "ow-qmix"):
         mixer = make_mixer("qmix", n_agents=A, state_dim=S, n_actions=U, config=mixer_config)
         learner = WQMIXLearner(agent=agent, mixer=mixer, config=config, memory_config=memory_config, memory=memory,
-                               memory_kind=memory_kind, weighting="cw" if name == "cw-qmix" else "ow",
+                               weighting="cw" if name == "cw-qmix" else "ow",
                                mixer_config=mixer_config)
     else:
         mixer = make_mixer(name, n_agents=A, state_dim=S, n_actions=U, config=mixer_config)
-        learner = QLearner(agent=agent, mixer=mixer, config=config, memory_config=memory_config, memory=memory,
-                           memory_kind=memory_kind)
+        learner = QLearner(agent=agent, mixer=mixer, config=config, memory_config=memory_config, memory=memory)
     with torch.no_grad():
         for p in learner.target_agent.parameters():
             p.add_(0.1)
@@ -100,7 +98,7 @@ def pieces(learner: QLearner, batch: EpisodeBatch) -> tuple[OnlineValues, Episod
         values = learner.online_values(clean)
         next_value = learner.next_value(clean, values.q_BTAU)
         y = learner.td_target(clean, next_value)
-    return values, episodic_target(learner.memory, learner.memory_kind, clean, y, next_value, gamma=GAMMA,
+    return values, episodic_target(learner.memory, clean, y, next_value, gamma=GAMMA,
                                    miss_rule=learner.memory_config.miss_rule)
 
 

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from semzoo.agents.rnn import RNNAgent
 from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
+from semzoo.episodic.tables import SEMTable
 from semzoo.learners.wqmix import WQMIXLearner
 from semzoo.mixers.base import make_mixer
 from semzoo.mixers.qplex import QPLEXMixer
@@ -201,19 +202,13 @@ def test_sem_wqmix_adds_the_memory_terms_with_their_own_weights():
     """With every memory read a hit of E = y + 1, the four-term loss differs from plain WQMIX's."""
     learner = wqmix_learner("cw", alpha=0.5)
 
-    class ShiftedMemory:  # what table_lookup reads of a memory: keys of the states, then their lookup
-        def state_keys(self, states):
-            return np.zeros((len(states), 1), np.uint32)
-
-        def keys_from_state_keys(self, state_keys, actions=None):
-            return state_keys
-
+    class ShiftedMemory(SEMTable):  # every key a hit of 5
         def lookup(self, keys):
             return np.full(len(keys), 5.0, np.float32), np.ones(len(keys), bool)
 
     batch = random_batch()
     plain, _ = learner.compute_loss(batch)
-    learner.memory, learner.memory_kind = ShiftedMemory(), "sem"
+    learner.memory = ShiftedMemory(state_dim=batch.state.shape[-1], n_agents=batch.actions.shape[-1], capacity=10)
     learner.memory_config = MemoryConfig(lam=0.5)
     blended, stats = learner.compute_loss(batch)
     assert stats["memory_hit_rate"] == 1.0 and not torch.isclose(blended, plain)

@@ -1,1 +1,1 @@
-"""Episodic memory: SEM and SAEM tables, the episodic target E with the steps it applies to, and the storage cost."""
+"""Episodic memory: the Memory contract and registry (memory.py), SEM and SAEM tables, what their E targets share, and the storage cost."""

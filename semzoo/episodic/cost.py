@@ -11,13 +11,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from semzoo.episodic.tables import (
-    ACTION_ID_LIMIT,
-    KINDS,
-    saem_key_words,
-    sem_key_words,
-    table_nbytes,
-)
+from semzoo.episodic.memory import memory_class
+from semzoo.episodic.tables import ACTION_ID_LIMIT, EpisodicMemory, table_nbytes
 
 GB = 10**9
 """The paper's GB: 0.029 GB / 1e6 entries = 29 bytes per entry."""
@@ -29,11 +24,20 @@ KEY_BYTES_PER_DIM = 4
 rest of its 29 bytes (value and bookkeeping) is taken as fixed per entry."""
 PAPER_FIXED_BYTES = PAPER_BYTES_PER_ENTRY - KEY_BYTES_PER_DIM * PAPER_PROJ_DIM
 DEFAULT_CAPACITY = 1_000_000
+PAPER_KINDS = ("sem", "saem")
+"""The two memories the paper compares in sec. 6 (``storage_comparison``)."""
+
+
+def table_class(kind: str) -> type[EpisodicMemory]:
+    """The registered memory ``kind`` if it is a table keyed on phi(s) (it has a cost model); ValueError otherwise."""
+    cls = memory_class(kind)
+    if not issubclass(cls, EpisodicMemory):
+        raise ValueError(f"memory {kind!r} is not a table keyed on phi(s) (an EpisodicMemory): it has no table cost model")
+    return cls
 
 
 def _check(kind: str, n_agents: int, n_actions: int, capacity: int | float, proj_dim: int) -> int:
-    if kind not in KINDS:
-        raise ValueError(f"unknown episodic memory kind {kind!r}; choose one of {list(KINDS)}")
+    table_class(kind)
     for name, value in (("n_agents", n_agents), ("n_actions", n_actions), ("proj_dim", proj_dim)):
         if int(value) != value or value <= 0:
             raise ValueError(f"{name}={value!r} must be a positive int")
@@ -50,7 +54,7 @@ def paper_bytes_per_entry(proj_dim: int = PAPER_PROJ_DIM) -> int:
 def paper_n_tables(kind: str, n_agents: int, n_actions: int) -> int:
     """Lookup tables in the paper's layout: 1 for SEM, |U|^n for SAEM (one per joint action)."""
     _check(kind, n_agents, n_actions, 1, PAPER_PROJ_DIM)
-    return 1 if kind == "sem" else int(n_actions) ** int(n_agents)
+    return table_class(kind).paper_n_tables(int(n_agents), int(n_actions))
 
 
 def paper_storage_bytes(
@@ -82,8 +86,7 @@ def semzoo_storage_bytes(
     n_entries = _check(kind, n_agents, n_actions, capacity, proj_dim)
     if n_actions > ACTION_ID_LIMIT:
         raise ValueError(f"n_actions={n_actions} exceeds the {ACTION_ID_LIMIT} action ids a SAEM key can hold")
-    words = sem_key_words(proj_dim) if kind == "sem" else saem_key_words(proj_dim, int(n_agents))
-    return table_nbytes(n_entries, words)
+    return table_nbytes(n_entries, table_class(kind).key_words_for(proj_dim, int(n_agents)))
 
 
 def storage_comparison(
@@ -96,7 +99,7 @@ def storage_comparison(
     return {
         f"{layout}_{kind}": fn(kind, n_agents, n_actions, capacity, proj_dim)
         for layout, fn in (("paper", paper_storage_bytes), ("semzoo", semzoo_storage_bytes))
-        for kind in KINDS
+        for kind in PAPER_KINDS
     }
 
 

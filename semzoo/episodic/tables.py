@@ -1,8 +1,9 @@
-"""Episodic-memory tables: SEM (key = phi(s)) and SAEM (key = (phi(s), joint action)).
+"""Episodic-memory tables: SEM (key = phi(s)) and SAEM (key = (phi(s), joint action)), registered memories.
 
 Paper: "State-based Episodic Memory for Multi-Agent Reinforcement Learning"
 (Ma & Li, 2021), sections 4-5 and Algorithm 1. Layout, determinism and
-eviction rules are explained in docs/memory.md.
+eviction rules are explained in docs/memory.md. Both answer the ``Memory``
+hooks of semzoo.episodic.memory under the names "sem" and "saem".
 
 Shapes: B = episodes, T = episode limit, F = state size, D = projection size,
 A = agents, K = number of keys, W = 32-bit words per key, N = buckets,
@@ -13,12 +14,18 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
+from semzoo.episodic.memory import Memory, memory_class, register_memory
+from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, scatter
 from semzoo.types import EpisodeBatch
+
+if TYPE_CHECKING:
+    from semzoo.config import TrainConfig
+    from semzoo.learners.batch import CleanBatch
 
 # ---------------------------------------------------------------- table layout
 BUCKET_SLOTS = 16
@@ -52,9 +59,6 @@ _HASH_SEED = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
 _SHIFT_30, _SHIFT_27, _SHIFT_31 = np.uint64(30), np.uint64(27), np.uint64(31)
-
-KINDS = ("sem", "saem")
-
 
 def _is_prime(n: int) -> bool:
     return n >= 2 and all(n % d for d in range(2, math.isqrt(n) + 1))
@@ -329,16 +333,24 @@ class LFUKeyTable:
         self.tick = int(ages.size)
 
 
-class EpisodicMemory(ABC):
+class EpisodicMemory(Memory, ABC):
     """Episodic memory table of highest discounted returns, keyed exactly on projected states.
 
     Keys are uint32 words [..., W]: the float32 bits of phi(s) = V s
     (V [D, F] ~ N(0, 1) from `seed`), then, for SAEM, the joint action.
     Pairs (key, R_t) wait in a pending set M and enter the table, per-key
     max, once M holds `pending_size` env steps (paper eq. 5, Algorithm 1).
+
+    The ``Memory`` hooks (semzoo.episodic.memory): the state keys phi(s) are cached per stored slot
+    (``state_key_words`` = D); ``on_store`` feeds M; ``lookup_batch`` probes the table for the steps
+    ``_query_steps`` names; ``combine_target`` forms E from ``_target_values``. A subclass gives the key
+    layout (``key_words``, ``keys_from_state_keys``, ``_step_keys``), those two hooks and the cost model.
     """
 
-    kind: str = ""
+    @property
+    def kind(self) -> str:
+        """The registered name ("sem", "saem"), saved in state_dict and checked on load."""
+        return self.name
 
     def __init__(
         self,
@@ -377,6 +389,83 @@ class EpisodicMemory(ABC):
         self._pending_keys: list[np.ndarray] = []
         self._pending_returns: list[np.ndarray] = []
         self._pending_steps = 0
+
+    @classmethod
+    def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> EpisodicMemory:
+        """The table of a run: D, capacity and |M| from ``config.memory``, gamma and the seed of V from the run."""
+        m = config.memory
+        return cls(state_dim=state_dim, n_agents=n_agents, proj_dim=m.proj_dim, capacity=m.capacity,
+                   pending_size=m.pending_size, gamma=config.learner.gamma, seed=config.seed)
+
+    # ------------------------------------------------------------ cost model (semzoo.episodic.cost)
+    @classmethod
+    @abstractmethod
+    def key_words_for(cls, proj_dim: int, n_agents: int) -> int:
+        """W, 32-bit words per key of a table with projection size D and n agents."""
+
+    @classmethod
+    @abstractmethod
+    def paper_n_tables(cls, n_agents: int, n_actions: int) -> int:
+        """Tables the paper's layout needs (paper sec. 6): a Python int, exact for any size."""
+
+    # ------------------------------------------------------------ Memory hooks
+    @property
+    def state_key_words(self) -> int:
+        return self.proj_dim
+
+    def on_store(self, batch: EpisodeBatch, slot_state_keys: np.ndarray | None) -> None:
+        """R_t of each real step into the pending set M; Q^S is written once M holds |M| steps."""
+        self.update_from(batch, slot_state_keys)
+
+    @abstractmethod
+    def _query_steps(self, clean: CleanBatch) -> tuple[np.ndarray, int]:
+        """The steps [B,T] (bool) whose key is looked up, and the slot of their state: t + the returned offset."""
+
+    @abstractmethod
+    def _query_keys(self, state_keys_KD: np.ndarray, clean: CleanBatch, episode_K: np.ndarray,
+                    step_K: np.ndarray) -> np.ndarray:
+        """Table keys [K, W] of the queried steps (episode_K, step_K) given their states' keys [K, D]."""
+
+    @abstractmethod
+    def _target_values(self, lookup: TableLookup, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
+                       gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """(E [B,T], the steps whose E the memory answered [B,T] bool), tensor ops only."""
+
+    @torch.no_grad()
+    def lookup_batch(self, clean: CleanBatch, state_keys_BSD: torch.Tensor | None) -> TableLookup:
+        """Phase 1: one batched query of the table for the steps of ``clean`` that read it.
+
+        ``state_keys_BSD`` is the batch's ``EpisodeBatch.state_keys`` ([B,T+1,D] int32, the bits of phi(s) of
+        every real slot, projected when the episode was stored); without it the states are projected here.
+        """
+        query_BT, slot_offset = self._query_steps(clean)
+        n_steps = query_BT.shape[1]
+        flat_K = np.flatnonzero(query_BT)  # row-major order, as a boolean mask gathers
+        episode_K, step_K = np.divmod(flat_K, n_steps)
+        slot_K = step_K + slot_offset
+        if state_keys_BSD is None:
+            state_keys_KD = self.state_keys(clean.state.cpu().numpy()[episode_K, slot_K])
+        else:
+            state_keys_KD = state_keys_BSD.cpu().numpy()[episode_K, slot_K].view(np.uint32)
+        values_K, hits_K = self.lookup(self._query_keys(state_keys_KD, clean, episode_K, step_K))
+        like = clean.reward
+        return TableLookup(values_BT=scatter(values_K, flat_K, like), hit_BT=scatter(hits_K, flat_K, like).bool(),
+                           hit_rate=torch.tensor(float(np.mean(hits_K)) if len(hits_K) else 0.0, dtype=torch.float64))
+
+    def combine_target(self, lookup: TableLookup, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
+                       *, gamma: float, miss_rule: str) -> EpisodicTarget:
+        """Phase 2: E for every step of ``clean`` from the table's answers, a constant target like y (tensor ops only).
+
+        ``y_BT`` and ``next_value_BT`` ([B,T]) are the learner's TD target and bootstrap value V(t+1),
+        with y_t = r_t + gamma (1 - term_t) V(t+1).
+        """
+        with torch.no_grad():
+            e_BT, answered_BT = self._target_values(lookup, clean, y_BT, next_value_BT, gamma)
+        return applying(clean.mask.bool(), answered_BT, e_BT, lookup.hit_rate, miss_rule=miss_rule)
+
+    def metrics(self) -> dict[str, float]:
+        return {"memory_entries": float(self.n_entries), "memory_bytes": float(self.nbytes),
+                "memory_pending_steps": float(self.pending_steps)}
 
     # ------------------------------------------------------------ keys
     @property
@@ -604,14 +693,45 @@ class EpisodicMemory(ABC):
         self._pending_steps = int(np.asarray(state["pending_steps"]).item())
 
 
+@register_memory("sem")
 class SEMTable(EpisodicMemory):
-    """State-based episodic memory Q^S: phi(s) -> highest discounted return from s (paper sec. 5)."""
+    """State-based episodic memory Q^S: phi(s) -> highest discounted return from s (paper sec. 5).
 
-    kind = "sem"
+    E_t = r_t + gamma (1 - term_t) Q^S(phi(s_{t+1})) (eq. 7); on a miss Q^S(s_{t+1}) is replaced by the
+    learner's bootstrap value V(t+1), so E_t = y_t.
+    """
+
+    description = "state-based memory Q^S(phi(s)), E = r + gamma Q^S(s') (Ma & Li 2021, eq. 6-7)"
 
     @property
     def key_words(self) -> int:
         return sem_key_words(self.proj_dim)
+
+    @classmethod
+    def key_words_for(cls, proj_dim: int, n_agents: int) -> int:
+        return sem_key_words(proj_dim)
+
+    @classmethod
+    def paper_n_tables(cls, n_agents: int, n_actions: int) -> int:
+        return 1
+
+    def _query_steps(self, clean: CleanBatch) -> tuple[np.ndarray, int]:
+        """Real, non-terminal steps read phi(s_{t+1}).
+
+        A read counts as an access for LFU eviction, so reading padding or the slot after a real end would
+        keep junk entries alive.
+        """
+        return (clean.mask.cpu().numpy() > 0) & (clean.terminated.cpu().numpy() == 0), 1
+
+    def _query_keys(self, state_keys_KD: np.ndarray, clean: CleanBatch, episode_K: np.ndarray,
+                    step_K: np.ndarray) -> np.ndarray:
+        return self.keys_from_state_keys(state_keys_KD)
+
+    def _target_values(self, lookup: TableLookup, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
+                       gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """A miss bootstraps from V(t+1); a real end needs no table (E = r), so it counts as answered."""
+        e_BT = clean.bootstrapped(torch.where(lookup.hit_BT, lookup.values_BT, next_value_BT), gamma)
+        return e_BT, lookup.hit_BT | (clean.terminated > 0)
 
     def keys_from_state_keys(self, state_keys: np.ndarray, actions: Any = None) -> np.ndarray:
         """The key is the state's key, the float32 bits of phi(s): uint32 [..., D]."""
@@ -623,18 +743,40 @@ class SEMTable(EpisodicMemory):
         return state_keys_KD
 
 
+@register_memory("saem")
 class SAEMTable(EpisodicMemory):
     """State-and-action episodic memory Q^SA: (phi(s), u) -> highest return (paper sec. 4).
 
     One shared table of fixed capacity instead of the paper's |U|^n tables;
-    the joint action is part of the key, 16 bits per agent.
+    the joint action is part of the key, 16 bits per agent. E_t = Q^SA(phi(s_t), u_t) (eq. 4), y_t on a miss.
     """
 
-    kind = "saem"
+    description = "state-and-action memory Q^SA(phi(s), u), E = Q^SA(s, u) (Ma & Li 2021, eq. 4)"
 
     @property
     def key_words(self) -> int:
         return saem_key_words(self.proj_dim, self.n_agents)
+
+    @classmethod
+    def key_words_for(cls, proj_dim: int, n_agents: int) -> int:
+        return saem_key_words(proj_dim, n_agents)
+
+    @classmethod
+    def paper_n_tables(cls, n_agents: int, n_actions: int) -> int:
+        return int(n_actions) ** int(n_agents)  # one table per joint action
+
+    def _query_steps(self, clean: CleanBatch) -> tuple[np.ndarray, int]:
+        """Every real step reads (phi(s_t), u_t)."""
+        return clean.mask.cpu().numpy() > 0, 0
+
+    def _query_keys(self, state_keys_KD: np.ndarray, clean: CleanBatch, episode_K: np.ndarray,
+                    step_K: np.ndarray) -> np.ndarray:
+        return self.keys_from_state_keys(state_keys_KD, clean.actions.cpu().numpy()[episode_K, step_K])
+
+    def _target_values(self, lookup: TableLookup, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
+                       gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """A miss takes y."""
+        return torch.where(lookup.hit_BT, lookup.values_BT, y_BT), lookup.hit_BT
 
     def _joint_actions(self, actions: Any, of: tuple[int, ...], what: str) -> np.ndarray:
         """``actions`` as numpy, checked to be [..., n_agents] for the states (or state keys) of shape ``of``."""
@@ -675,11 +817,10 @@ class SAEMTable(EpisodicMemory):
         return self.keys_from_state_keys(state_keys_KD, actions_KA)
 
 
-_MEMORIES: dict[str, type[EpisodicMemory]] = {"sem": SEMTable, "saem": SAEMTable}
-
-
 def make_episodic_memory(kind: str, **kwargs: Any) -> EpisodicMemory:
-    """Build an episodic memory by kind ("sem" or "saem") with EpisodicMemory's keyword arguments."""
-    if kind not in _MEMORIES:
-        raise ValueError(f"unknown episodic memory kind {kind!r}; choose one of {sorted(_MEMORIES)}")
-    return _MEMORIES[kind](**kwargs)
+    """Build the registered table memory ``kind`` ("sem", "saem", ...) with EpisodicMemory's keyword arguments."""
+    cls = memory_class(kind)
+    if not issubclass(cls, EpisodicMemory):
+        raise ValueError(f"memory {kind!r} is not a table keyed on phi(s) (an EpisodicMemory): build it with "
+                         "semzoo.episodic.memory.make_memory(name, config, ...)")
+    return cls(**kwargs)

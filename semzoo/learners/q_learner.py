@@ -1,12 +1,14 @@
 """The one loss of eq. (6): double-Q TD target, the episodic target and their blend, with hooks for WQMIX.
 
-    y_t = r_t + gamma (1 - term_t) V(t+1),  V(t+1) = Q_tot(tau_{t+1}, argmax_u Q(tau_{t+1}, u; theta), s_{t+1}; theta^-)
-    E_t = the episodic target of semzoo.episodic.target (SEM eq. 7, SAEM eq. 4; E_t = y_t on a miss)
-    L   = (1 - lambda) L_td + lambda L_em                                               (eq. 6)
+    y_t = r_t + r^i_t + gamma (1 - term_t) V(t+1),  V(t+1) = Q_tot(tau_{t+1}, argmax_u Q(tau_{t+1}, u; theta), s_{t+1}; theta^-)
+    E_t = the memory's episodic target (SEM eq. 7, SAEM eq. 4; E_t = y_t on a miss)
+    L   = (1 - lambda) L_td + lambda L_em + sum_j L_j                                   (eq. 6)
     L_td = sum_t m_t  [w_t   (Q_tot - y_t)^2 + sum_k (Q^k - y_t)^2] / sum_t m_t
     L_em = sum_t m'_t [w^e_t (Q_tot - E_t)^2 + sum_k (Q^k - E_t)^2] / sum_t m_t
 
-m_t marks real steps, m'_t the steps the memory term applies to (the miss rule). The hooks a derived
+m_t marks real steps, m'_t the steps the memory term applies to (the miss rule). The memory (a registered
+``semzoo.episodic.memory.Memory``) gives E and m' (``combine_target``; without it there is no L_em), an
+intrinsic reward r^i (``intrinsic_reward``; 0 without it) and further losses L_j (``memory_losses``). The hooks a derived
 learner overrides: ``online_values`` (the forward pass the loss reads), ``next_value`` (V), ``step_weights``
 (w, w^e; ones here), ``extra_losses`` (further estimates Q^k regressed on the same target; none here) and
 the diagnostics ``term_stats`` / ``value_stats``. WQMIX (learners/wqmix.py) is the one such learner.
@@ -24,8 +26,7 @@ from torch import nn
 
 from semzoo.agents.rnn import MASKED_Q, RNNAgent, one_hot
 from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
-from semzoo.episodic.tables import EpisodicMemory
-from semzoo.episodic.target import TableLookup, combine_target, table_lookup
+from semzoo.episodic.memory import NO_MEMORY, Memory
 from semzoo.learners.batch import CleanBatch
 from semzoo.mixers.base import Mixer
 from semzoo.types import EpisodeBatch
@@ -68,17 +69,17 @@ class TargetLoss:
 class QLearner:
     """Value-decomposition Q-learning with an optional episodic-memory target.
 
-    ``memory`` is an ``EpisodicMemory`` (SEM or SAEM) or None; with ``memory_config.lam == 0``
-    the loss is exactly the plain mixer's.
+    ``memory`` is a registered ``Memory`` (SEM, SAEM, ...) or None; with ``memory_config.lam == 0``
+    the loss is exactly the plain mixer's (for a memory with no intrinsic reward or extra loss).
     """
 
     def __init__(
         self, *, agent: RNNAgent, mixer: Mixer, config: LearnerConfig, memory_config: MemoryConfig,
-        memory: EpisodicMemory | None = None, memory_kind: str = "none",
+        memory: Memory | None = None,
     ) -> None:
         self.agent, self.mixer = agent, mixer
         self.config, self.memory_config = config, memory_config
-        self.memory, self.memory_kind = memory, memory_kind
+        self.memory = memory
         self.target_agent = copy.deepcopy(agent).requires_grad_(False)
         self.target_mixer = copy.deepcopy(mixer).requires_grad_(False)
         self.params = list(agent.parameters()) + list(mixer.parameters())
@@ -86,12 +87,17 @@ class QLearner:
                                              foreach=True)
         self.updates = 0
 
+    @property
+    def memory_kind(self) -> str:
+        """The registered name of the memory ('none' without one)."""
+        return NO_MEMORY if self.memory is None else self.memory.name
+
     @classmethod
-    def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: EpisodicMemory | None = None,
-                    memory_kind: str = "none", **learner_args: Any) -> QLearner:
+    def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: Memory | None = None,
+                    **learner_args: Any) -> QLearner:
         """The learner of a run: its sections of ``config`` plus the row's ``learner_args`` (see semzoo.algos)."""
         return cls(agent=agent, mixer=mixer, config=config.learner, memory_config=config.memory, memory=memory,
-                   memory_kind=memory_kind, **learner_args)
+                   **learner_args)
 
     # ----- pieces shared with derived learners (WQMIX) -------------------------------------------------
 
@@ -176,32 +182,54 @@ class QLearner:
         loss, stats = self.loss(clean, self.table_lookup(clean, batch.state_keys))
         return loss, stats_to_floats(stats)
 
-    def table_lookup(self, clean: CleanBatch, state_keys_BSD: torch.Tensor | None = None) -> TableLookup | None:
-        """The episodic table's answers for ``clean`` (a numpy query, so outside any vmap); None without memory.
+    def table_lookup(self, clean: CleanBatch, state_keys_BSD: torch.Tensor | None = None) -> Any:
+        """The memory's answers for ``clean`` (``Memory.lookup_batch``: numpy allowed, so outside any vmap); None without memory.
 
         ``state_keys_BSD``: the sampled batch's ``EpisodeBatch.state_keys``, if the buffer kept them.
         """
-        return None if self.memory is None else table_lookup(self.memory, self.memory_kind, clean, state_keys_BSD)
+        if self.memory is None:
+            return None
+        with torch.no_grad():
+            return self.memory.lookup_batch(clean, state_keys_BSD)
 
-    def loss(self, clean: CleanBatch, lookup: TableLookup | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """L = (1 - lambda) L_td + lambda L_em (paper eq. 6) and its diagnostics as 0-d tensors.
+    def loss(self, clean: CleanBatch, lookup: Any) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """L = (1 - lambda) L_td + lambda L_em (paper eq. 6) + the memory's losses, and its diagnostics as 0-d tensors.
 
         Tensor ops only, no Python branch on a value: it runs as it is under ``torch.func.vmap`` over
         many runs' parameters (semzoo.learners.stacked). ``stats_to_floats`` turns the diagnostics into
-        the logged floats.
+        the logged floats. ``lookup`` is the memory's ``lookup_batch`` of ``clean`` (None without memory).
         """
+        memory = self.memory if lookup is not None else None
         values = self.online_values(clean)
         next_value = self.next_value(clean, values.q_BTAU)
         y = self.td_target(clean, next_value)
         mask = clean.mask
+        intrinsic = None if memory is None else memory.intrinsic_reward(lookup, clean)
+        if intrinsic is not None:  # a memory's curiosity joins the reward of the TD target
+            y = y + intrinsic.detach() * mask
         td = self.loss_against(values, y, mask)
         stats = {"loss_td": td.total.detach(), **self.term_stats(values, td),
                  "q_tot": self.masked_mean(values.q_tot_BT.detach(), mask), **self.value_stats(values),
                  "target_y": self.masked_mean(y, mask)}
-        if lookup is None:
+        if intrinsic is not None:
+            stats["reward_intrinsic"] = self.masked_mean(intrinsic.detach(), mask)
+        if memory is None:
             return td.total, stats
-        target = combine_target(lookup, self.memory_kind, clean, y, next_value, gamma=self.config.gamma,
-                                miss_rule=self.memory_config.miss_rule)
+        total = self._blend(values, clean, lookup, y, next_value, td, stats)
+        for name, extra in memory.memory_losses(lookup, values).items():
+            stats[f"loss_{name}"] = extra.detach()
+            total = total + extra
+        return total, stats
+
+    def _blend(self, values: OnlineValues, clean: CleanBatch, lookup: Any, y: torch.Tensor, next_value: torch.Tensor,
+               td: TargetLoss, stats: dict[str, torch.Tensor]) -> torch.Tensor:
+        """(1 - lambda) L_td + lambda L_em with the memory's E (eq. 6), its diagnostics into ``stats``; L_td without E."""
+        assert self.memory is not None
+        mask = clean.mask
+        target = self.memory.combine_target(lookup, clean, y, next_value, gamma=self.config.gamma,
+                                            miss_rule=self.memory_config.miss_rule)
+        if target is None:
+            return td.total
         em = self.loss_against(values, target.e_BT, target.applies_BT)
         answered = target.answered_BT
         # E where the table answered: the paper's E_s curve, without the y of misses (undefined with no answer)
@@ -210,10 +238,10 @@ class QLearner:
                      memory_hit_rate=target.hit_rate, target_e_hit=e_hit)
         lam = self.memory_config.lam
         if lam == 0.0:  # the plain method, bit for bit (the table is still read, for its diagnostics)
-            return td.total, stats
+            return td.total
         if lam == 1.0:
-            return em.total, stats
-        return (1.0 - lam) * td.total + lam * em.total, stats
+            return em.total
+        return (1.0 - lam) * td.total + lam * em.total
 
     def loss_against(self, values: OnlineValues, target_BT: torch.Tensor, applies_BT: torch.Tensor) -> TargetLoss:
         """sum_t applies_t [w_t (Q_tot - target_t)^2 + sum_k (Q^k - target_t)^2] / sum_t m_t: L_td or L_em.

@@ -3,7 +3,7 @@
 K learners of one config (different seeds) each bring a batch sampled from their own buffer:
 
     pad the K batches to a common length T          (padding is masked and the GRU is causal: no real step changes)
-    per run: CleanBatch, the episodic table lookup   (numpy, outside vmap)
+    per run: CleanBatch, the memory's lookup_batch   (numpy, outside vmap)
     per run: the agent networks' Q_a                 (the fused CPU GRU kernel, outside vmap)
     stack the runs' mixer parameters; vmap(QLearner.loss) through run 0's code with each run's parameters and Q_a
     backward of the summed losses                    (each run's gradients reach its own modules)
@@ -26,7 +26,6 @@ from torch import nn
 from torch.func import functional_call, vmap
 
 from semzoo.agents.rnn import RNNAgent
-from semzoo.episodic.target import TableLookup
 from semzoo.learners.batch import CleanBatch
 from semzoo.learners.q_learner import QLearner, stats_to_floats
 from semzoo.types import EpisodeBatch
@@ -79,10 +78,12 @@ class _Loss(nn.Module):
         self.nets = nn.ModuleDict({name: net for name, net in learner.networks().items()
                                    if not isinstance(net, RNNAgent)})
         self.learner = learner
+        self.lookup_type: Any = None
+        """The dataclass of the memory's ``lookup_batch`` (rebuilt here from its fields, one run's under vmap)."""
 
     def forward(self, clean: dict[str, torch.Tensor],
                 lookup: dict[str, torch.Tensor] | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        return self.learner.loss(CleanBatch(**clean), None if lookup is None else TableLookup(**lookup))
+        return self.learner.loss(CleanBatch(**clean), None if lookup is None else self.lookup_type(**lookup))
 
 
 def _fields(x: Any) -> dict[str, torch.Tensor]:
@@ -181,6 +182,7 @@ class StackedUpdate:
         lookup_K = None
         if lookups[0] is not None:
             lookup_K = {name: torch.stack([getattr(lk, name) for lk in lookups]) for name in _fields(lookups[0])}
+            self.template.lookup_type = type(lookups[0])
         named = [dict(module.named_parameters()) for module in modules]
         params_K = {name: torch.stack([params[name].detach() for params in named]).requires_grad_(p.requires_grad)
                     for name, p in named[0].items()}

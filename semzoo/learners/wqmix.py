@@ -22,7 +22,7 @@ from torch import nn
 
 from semzoo.agents.rnn import MASKED_Q, RNNAgent
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
-from semzoo.episodic.tables import EpisodicMemory
+from semzoo.episodic.memory import Memory
 from semzoo.learners.batch import CleanBatch
 from semzoo.learners.q_learner import OnlineValues, QLearner, TargetLoss
 from semzoo.mixers.base import Mixer
@@ -59,13 +59,12 @@ class WQMIXLearner(QLearner):
 
     def __init__(
         self, *, agent: RNNAgent, mixer: Mixer, config: LearnerConfig, memory_config: MemoryConfig,
-        memory: EpisodicMemory | None = None, memory_kind: str = "none", weighting: Literal["cw", "ow"] = "cw",
+        memory: Memory | None = None, weighting: Literal["cw", "ow"] = "cw",
         mixer_config: MixerConfig | None = None,
     ) -> None:
         if weighting not in WEIGHTINGS:
             raise ValueError(f"weighting={weighting!r}: expected 'cw' (centrally weighted) or 'ow' (optimistically weighted)")
-        super().__init__(agent=agent, mixer=mixer, config=config, memory_config=memory_config, memory=memory,
-                         memory_kind=memory_kind)
+        super().__init__(agent=agent, mixer=mixer, config=config, memory_config=memory_config, memory=memory)
         mixer_config = mixer_config or MixerConfig()
         self.weighting, self.alpha = weighting, float(mixer_config.wqmix_alpha)
         device = next(agent.parameters()).device
@@ -81,11 +80,11 @@ class WQMIXLearner(QLearner):
                                              foreach=True)
 
     @classmethod
-    def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: EpisodicMemory | None = None,
-                    memory_kind: str = "none", **learner_args: Any) -> WQMIXLearner:
+    def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: Memory | None = None,
+                    **learner_args: Any) -> WQMIXLearner:
         """As QLearner's, plus the mixer section (alpha and Q*'s size)."""
         return cls(agent=agent, mixer=mixer, config=config.learner, memory_config=config.memory, memory=memory,
-                   memory_kind=memory_kind, mixer_config=config.mixer, **learner_args)
+                   mixer_config=config.mixer, **learner_args)
 
     # ----- Q* and the weights --------------------------------------------------------------------------------
 

@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from semzoo.algos import EPISODIC_KINDS
 from semzoo.config import config_fields
+from semzoo.episodic.memory import memory_names
 from semzoo.errors import MissingDependency
 from semzoo.run.report import (
     RunSeries,
@@ -66,7 +66,6 @@ DEFAULT_REPS = 2000
 BOOTSTRAP_SEED = 0
 PROFILE_POINTS = 101
 """Thresholds tau of a performance profile, evenly spaced over the observed score range."""
-"""Prefixes of memory variants (``semzoo.episodic.tables.KINDS``; not imported: that pulls torch)."""
 MARL_EVAL_METRICS = {"test_return_mean": "return", "test_win_rate": "win_rate"}
 """semzoo metric -> marl-eval metric name."""
 INSTALL_HINT = "pip install 'semzoo[report]'"
@@ -225,18 +224,19 @@ def aggregates(runs: Sequence[RunSeries], score: Score, step: int | str, reps: i
 
 
 def memory_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
-    """(sem-X, X) and (saem-X, X) for each memory variant whose base X is among ``algos``.
+    """(<memory>-X, X) for each memory variant (a registered memory's prefix) whose base X is among ``algos``.
 
     ``algos`` are run labels (``rundir.run_labels``): ``sem-qmix lam=0.3`` pairs with ``qmix``, its memory
     settings dropped, and ``sem-qmix lr=0.001`` with ``qmix lr=0.001``.
     """
     memory_settings = {setting_name(f.key) for f in config_fields() if f.section == "memory"}
+    memories = memory_names()
     pairs = []
     for label in sorted(algos):
         algo, *settings = label.split(" ")
         kind, sep, base = algo.partition("-")
         base = " ".join([base, *(s for s in settings if s.partition("=")[0] not in memory_settings)])
-        if sep and kind in EPISODIC_KINDS and base in algos:
+        if sep and kind in memories and base in algos:
             pairs.append((label, base))
     return pairs
 

@@ -175,7 +175,7 @@ class Trainer:
         env = self.env
         self.buffer = EpisodeReplayBuffer(capacity=config.learner.buffer_size, max_t=self.max_t, n_agents=env.n_agents,
                                           obs_dim=env.obs_dim, state_dim=env.state_dim, n_actions=env.n_actions,
-                                          state_key_words=self.memory.proj_dim if self.memory is not None else 0,
+                                          state_key_words=self.memory.state_key_words if self.memory is not None else 0,
                                           store_dtype=config.learner.replay_dtype)
         self.runner = EpisodeRunner(env, self.agent, device=self.device, episode_limit=self.max_t)
         self.generator = torch.Generator().manual_seed(config.seed)
@@ -206,8 +206,13 @@ class Trainer:
 
     @staticmethod
     def _memory_never_written(config: TrainConfig) -> bool:
-        """True when the run has episodic memory whose pending set M cannot fill before the run ends."""
-        return algos.parse_algorithm(config.algo).has_memory and config.memory.pending_size > config.steps
+        """True when the run's memory is a table with a pending set M (SEM, SAEM) that cannot fill before the run ends."""
+        from semzoo.episodic.memory import memory_class
+        from semzoo.episodic.tables import EpisodicMemory
+
+        algo = algos.parse_algorithm(config.algo)
+        return (algo.has_memory and issubclass(memory_class(algo.memory), EpisodicMemory)
+                and config.memory.pending_size > config.steps)
 
     def _open_run_dir(self, *, resumed: bool, tensorboard: bool) -> None:
         assert self.run_dir is not None
@@ -410,15 +415,21 @@ class Trainer:
         if self.config.learner.timeout_as_terminal:  # PyMARL: a time limit ends the episode like a real end
             last = (batch.length - 1).clamp(min=0)
             batch.terminated[torch.arange(batch.batch_size), last] = True
-        if self.memory is None:
+        memory, env_steps_before = self.memory, c.env_steps
+        # the memory's key of every real slot (SEM: phi(s)), computed once here: the updates that sample the
+        # episode only probe the table
+        state_keys = memory.slot_state_keys(batch) if memory is not None else None
+        if state_keys is None:
             self.buffer.insert(batch)
         else:
-            # phi(s) of every real slot, projected once here: the updates that sample the episode only probe the table
-            state_keys = self.memory.slot_state_keys(batch)
             self.buffer.insert(dataclasses.replace(batch, state_keys=torch.from_numpy(state_keys.view(np.int32))))
-            self.memory.update_from(batch, state_keys)  # R_t of each real step; Q^S is written once M holds |M| steps
+        if memory is not None:
+            memory.on_store(batch, state_keys)  # SEM: R_t of each real step; Q^S is written once M holds |M| steps
         c.env_steps += int(stats.lengths.sum())
         c.episodes += batch.batch_size
+        interval = memory.env_step_interval if memory is not None else 0
+        if memory is not None and interval > 0 and c.env_steps // interval > env_steps_before // interval:
+            memory.on_env_steps(c.env_steps)  # the memory's own schedule (EMU retrains its embedder)
 
     def learn(self, n_episodes: int) -> None:
         """``updates_per_episode`` gradient steps per collected episode, then the periodic target sync."""
@@ -451,6 +462,8 @@ class Trainer:
     def record_update(self, stats: dict[str, float]) -> None:
         """Count one gradient update and keep its diagnostics for the next metric row."""
         self.counters.updates += 1
+        if self.memory is not None:
+            self.memory.on_update()
         for k, v in stats.items():
             self._window.setdefault(k, []).append(v)
 
@@ -462,6 +475,8 @@ class Trainer:
         if c.episodes - c.last_target_update >= cfg.target_update_episodes:
             self.learner.update_target()
             c.last_target_update = c.episodes
+            if self.memory is not None:
+                self.memory.on_target_sync()
 
     def epsilon(self) -> float:
         return self.config.exploration.epsilon(self.counters.env_steps)
@@ -572,8 +587,7 @@ class Trainer:
         if won:
             metrics["win_rate"] = float(np.concatenate(won).mean())
         if self.memory is not None:
-            metrics.update(memory_entries=float(self.memory.n_entries), memory_bytes=float(self.memory.nbytes),
-                           memory_pending_steps=float(self.memory.pending_steps))
+            metrics.update(self.memory.metrics())
         metrics["buffer_episodes"] = float(len(self.buffer))
         now = time.perf_counter()
         steps = self.counters.env_steps - self._window_steps
@@ -613,9 +627,10 @@ class Trainer:
         self.buffer.load_state_dict(state["buffer"])
         if self.memory is not None:
             self.memory.load_state_dict(state["memory"])
-            # not in the checkpoint (a function of the states and V): projected again
-            stored = self.buffer.stored()
-            self.buffer.set_state_keys(torch.from_numpy(self.memory.slot_state_keys(stored).view(np.int32)))
+            # not in the checkpoint (a function of the states and the memory): computed again
+            state_keys = self.memory.slot_state_keys(self.buffer.stored())
+            if state_keys is not None:
+                self.buffer.set_state_keys(torch.from_numpy(state_keys.view(np.int32)))
         rng = state["rng"]
         torch.set_rng_state(rng["torch"])
         self.generator.set_state(rng["generator"])

@@ -1,0 +1,196 @@
+"""Episodic memories as registered objects: the contract every memory answers, and the registry of them.
+
+A memory is a class registered under a name with ``@semzoo.register_memory("name")``; the name is the
+prefix of the algorithm ids ``name-<base>`` (``sem-qmix``, ``saem-vdn``; semzoo.algos). The trainer,
+the multi-seed group and the learner call the hooks below and never branch on a memory's name, so a new
+memory is one file (a plugin module, or ``episodic/<name>.py`` plus its import in ``_BUILTIN``).
+
+The hooks, in the order a run calls them (shapes: B episodes, T steps, D state-key words):
+
+    from_config(config, state_dim=, n_agents=, n_actions=)   build for a run (semzoo.algos.build)
+    state_key_words, slot_state_keys(batch) -> [B,T+1,D]     the keys of stored steps, computed once when an
+                                                             episode is stored; the replay buffer keeps them
+                                                             beside the state (EpisodeBatch.state_keys)
+    on_store(batch, slot_state_keys)                         an iteration's episodes were stored
+    lookup_batch(clean, state_keys_BSD) -> lookup            phase 1 of an update: numpy allowed, no gradient;
+                                                             returns a dataclass whose fields are all tensors
+    intrinsic_reward(lookup, clean) -> [B,T] | None          phase 2: added to the TD target y
+    combine_target(lookup, clean, y, next_value, ...)        phase 2: the memory's target E and the steps it
+                                 -> EpisodicTarget | None    applies to, blended by lambda (eq. 6)
+    memory_losses(lookup, values) -> {name: scalar}          phase 2: added to the loss, logged as loss_<name>
+    on_update()                                              after each gradient update
+    on_target_sync()                                         after each target-network sync
+    env_step_interval, on_env_steps(env_steps)               each time the run passes a multiple of the interval
+    state_dict(), load_state_dict(state), nbytes, metrics()  checkpoints (exact resume) and the logged figures
+
+Phase 2 hooks use tensor ops only, with no Python branch on a tensor's value, and read nothing of the
+memory but its fixed settings: the multi-seed update (semzoo.learners.stacked) runs them once for all runs
+under ``torch.func.vmap``, through the first run's memory object, with each run's own lookup. Whatever a run
+owns that they need travels in the lookup.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from semzoo.plugins import check_free
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+    from semzoo.config import TrainConfig
+    from semzoo.episodic.target import EpisodicTarget
+    from semzoo.learners.batch import CleanBatch
+    from semzoo.learners.q_learner import OnlineValues
+    from semzoo.types import EpisodeBatch
+
+NO_MEMORY = "none"
+"""The memory of a plain id (``qmix``): a name no memory can take."""
+_BUILTIN = ("semzoo.episodic.tables",)
+"""Modules whose import registers the built-in memories (SEM, SAEM)."""
+
+
+class Memory(ABC):
+    """An episodic memory of a run: what the trainer and the learner call (the hooks of the module docstring).
+
+    Subclasses implement ``from_config``, ``lookup_batch``, ``state_dict``, ``load_state_dict`` and
+    ``nbytes``; every other hook has a default that does nothing.
+    """
+
+    name: ClassVar[str] = ""
+    """The registered name, set by ``register_memory``: the prefix of the algorithm ids."""
+    description: ClassVar[str] = ""
+    """One line for ``semzoo algos``."""
+    env_step_interval: int = 0
+    """``on_env_steps`` runs each time the run's env steps pass a multiple of this; 0: never."""
+
+    # ----- building --------------------------------------------------------------------------------------
+    @classmethod
+    @abstractmethod
+    def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> Memory:
+        """The memory of a run of ``config`` on an env of these sizes (its settings: ``config.memory``)."""
+
+    # ----- the keys of stored steps ----------------------------------------------------------------------
+    @property
+    def state_key_words(self) -> int:
+        """D, 32-bit words of the key cached for each stored state (``slot_state_keys``); 0: none cached."""
+        return 0
+
+    def slot_state_keys(self, batch: EpisodeBatch) -> np.ndarray | None:
+        """uint32 [B,T+1,D] keys of every real slot of ``batch`` (zero elsewhere), or None when D is 0."""
+        return None
+
+    # ----- the schedule ----------------------------------------------------------------------------------
+    def on_store(self, batch: EpisodeBatch, slot_state_keys: np.ndarray | None) -> None:
+        """``batch`` (collected episodes, [B,T] steps) was stored; ``slot_state_keys`` is its ``slot_state_keys``."""
+        return None  # nothing by default
+
+    def on_update(self) -> None:
+        """A gradient update was taken."""
+        return None  # nothing by default
+
+    def on_target_sync(self) -> None:
+        """The target networks were synced with the online ones."""
+        return None  # nothing by default
+
+    def on_env_steps(self, env_steps: int) -> None:
+        """The run passed a multiple of ``env_step_interval`` env steps (it stands at ``env_steps``)."""
+        return None  # nothing by default
+
+    # ----- the update: phase 1 (numpy allowed, no gradient) ----------------------------------------------
+    @abstractmethod
+    def lookup_batch(self, clean: CleanBatch, state_keys_BSD: torch.Tensor | None) -> Any:
+        """What the memory answers for a sampled batch: a dataclass whose fields are all tensors.
+
+        ``state_keys_BSD`` is the batch's ``EpisodeBatch.state_keys`` (int32 [B,T+1,D]) when the buffer keeps them.
+        """
+
+    # ----- the update: phase 2 (tensor ops only, runs under vmap) ----------------------------------------
+    def intrinsic_reward(self, lookup: Any, clean: CleanBatch) -> torch.Tensor | None:
+        """A reward [B,T] added to the TD target y (curiosity), or None."""
+        return None
+
+    def combine_target(self, lookup: Any, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor, *,
+                       gamma: float, miss_rule: str) -> EpisodicTarget | None:
+        """The target E of eq. (6) and the steps it applies to, or None: no E term (the loss is the TD loss)."""
+        return None
+
+    def memory_losses(self, lookup: Any, values: OnlineValues) -> dict[str, torch.Tensor]:
+        """Scalar losses added to the learner's loss (with gradient through ``values``), by name."""
+        return {}
+
+    # ----- state -----------------------------------------------------------------------------------------
+    @abstractmethod
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to resume exactly (numpy arrays, tensors, plain values)."""
+
+    @abstractmethod
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore from ``state_dict()``; scalars may come back as 0-d arrays."""
+
+    @property
+    @abstractmethod
+    def nbytes(self) -> int:
+        """Bytes the memory holds."""
+
+    def metrics(self) -> dict[str, float]:
+        """Figures logged with each metric row."""
+        return {"memory_bytes": float(self.nbytes)}
+
+
+M = TypeVar("M", bound=type[Memory])
+_REGISTRY: dict[str, type[Memory]] = {}
+
+
+def register_memory(name: str, *, replace: bool = False) -> Callable[[M], M]:
+    """Class decorator: register a ``Memory`` subclass as ``name``, so the ids ``name-<base>`` train with it.
+
+    Registering the same class again is a no-op; another class under a taken name is a ValueError unless
+    ``replace=True``.
+    """
+    if not isinstance(name, str) or not name or "-" in name or name == NO_MEMORY or not name.isprintable():
+        raise ValueError(f"memory name {name!r}: expected a non-empty name without '-' other than {NO_MEMORY!r} "
+                         "(it is the prefix of ids such as sem-qmix)")
+
+    def decorate(cls: M) -> M:
+        if not (isinstance(cls, type) and issubclass(cls, Memory)):
+            raise TypeError(f"register_memory({name!r}) decorates a subclass of semzoo.episodic.memory.Memory, "
+                            f"got {cls!r}")
+        check_free("memory", name, cls, _REGISTRY, replace=replace)  # the registries' one rule
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def _import_builtin() -> None:
+    for module in _BUILTIN:
+        importlib.import_module(module)  # runs its @register_memory decorators
+
+
+def memory_names() -> list[str]:
+    """The registered memories, built-in ones first, then in registration order."""
+    _import_builtin()
+    return sorted(_REGISTRY, key=lambda name: _REGISTRY[name].__module__ not in _BUILTIN)  # stable: built-in first
+
+
+def memory_class(name: str) -> type[Memory]:
+    """The class registered as ``name``; ValueError naming the registered ones otherwise."""
+    _import_builtin()
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown memory {name!r}: expected one of {', '.join(_REGISTRY)} "
+                         "(register your own with semzoo.register_memory)")
+    return _REGISTRY[name]
+
+
+def make_memory(name: str, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> Memory:
+    """The memory ``name`` of a run of ``config`` on an env of these sizes."""
+    return memory_class(name).from_config(config, state_dim=state_dim, n_agents=n_agents, n_actions=n_actions)
+
+
+__all__ = ["NO_MEMORY", "Memory", "make_memory", "memory_class", "memory_names", "register_memory"]
