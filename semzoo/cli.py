@@ -498,6 +498,7 @@ def sweep(
         fail(str(err), USAGE_ERROR)
     _check_sweep_envs(trials)
     tasks = sweeps.pack_seeds(trials) if pack_seeds else trials
+    sweeps.require_ray()  # before the plan lines: a sweep without Ray says only that
     _sweep_memory_plans(tasks)
     try:
         report = sweeps.run_sweep(tasks, address=address, max_retries=max_retries, cpus_per_trial=cpus_per_trial,
@@ -536,7 +537,7 @@ def _sweep_memory_plans(tasks: Sequence[Any]) -> None:
         key = json.dumps([group_config(configs[0]), len(configs)], sort_keys=True, default=str)
         if key not in seen:
             seen.add(key)
-            _memory_plan(configs[0], runs=len(configs), label=f"trial {configs[0].env} {configs[0].algo}: ")
+            _memory_plan(configs[0], runs=len(configs), label=f"sweep: trial {configs[0].env} {configs[0].algo}: ")
 
 
 @app.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -9,6 +10,16 @@ import pytest
 import torch
 
 torch.set_num_threads(1)  # tests run in parallel on 2 cores; one thread each avoids oversubscription
+
+PLAN_LINE = re.compile(r"^(sweep: trial \S+ \S+: )?memory plan: \(replay buffer .* available$")
+"""The memory plan's line that ``semzoo train`` and ``sweep`` print before they allocate (informational)."""
+
+
+def error_lines(text: str) -> list[str]:
+    """The lines of a command's stderr after its memory plan's line, which comes first where it is printed."""
+    lines = text.strip().splitlines()
+    return lines[1:] if lines and PLAN_LINE.match(lines[0]) else lines
+
 
 NO_ACTOR = {"sequential": True}
 """Config fields for a test that trains a run but does not test the training loop: the sequential loop

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import NO_ACTOR, NO_ACTOR_FLAGS
+from conftest import NO_ACTOR, NO_ACTOR_FLAGS, error_lines
 from typer.testing import CliRunner
 
 from semzoo import TrainConfig, algorithm_ids, train
@@ -99,7 +99,7 @@ def test_a_registered_mixer_returning_b_t_is_one_line_from_the_cli(tmp_path, fre
                                       "--algo", "badshape", "--steps", "100", "--batch-size", "8", "--buffer-size",
                                       "64", "--test-episodes", "4", "--out", str(tmp_path), *NO_ACTOR_FLAGS])
     assert result.exit_code == 1, result.output
-    lines = result.stderr.strip().splitlines()
+    lines = error_lines(result.stderr)
     assert len(lines) == 1 and "Traceback" not in result.output, result.stderr
     assert lines[0].startswith("Error: mixer ForgotKeepdimMixer (registered as 'badshape'): mix() returned a tensor "
                                "of shape (8, 1) and dtype torch.float32; expected a floating-point tensor of shape "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import NO_ACTOR_FLAGS
+from conftest import NO_ACTOR_FLAGS, error_lines
 from typer.testing import CliRunner
 
 from semzoo.cli import app
@@ -31,7 +31,7 @@ def assert_one_line_error(result, needle, code=1):
     text = result.output.strip()
     assert result.exit_code == code, text
     assert needle in text, text
-    assert "Traceback" not in text and len(text.splitlines()) == 1, text
+    assert "Traceback" not in text and len(error_lines(text)) == 1, text
 
 
 def test_resume_extends_a_finished_run(tmp_path):

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import NO_ACTOR_FLAGS
+from conftest import NO_ACTOR_FLAGS, error_lines
 from typer.testing import CliRunner
 
 from semzoo.cli import app
@@ -44,7 +44,7 @@ def invoke(*args: str):
 def assert_one_line_error(result, code: int, *needles: str) -> str:
     """The command exited ``code`` with exactly one stderr line ``Error: ...`` holding every needle."""
     assert result.exit_code == code, result.output
-    lines = result.stderr.strip().splitlines()
+    lines = error_lines(result.stderr)
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
     assert "Traceback" not in result.output
     for needle in needles:
@@ -89,7 +89,7 @@ def kill(proc: subprocess.Popen) -> None:
 
 def assert_refused(done: subprocess.CompletedProcess, run_dir: Path) -> None:
     assert done.returncode == DOMAIN_ERROR, done.stderr
-    lines = done.stderr.strip().splitlines()
+    lines = error_lines(done.stderr)
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert lines[0].startswith(f"Error: run directory {run_dir} is in use by another semzoo process"), lines[0]
 

@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 import pytest
-from conftest import NO_ACTOR, NO_ACTOR_FLAGS
+from conftest import NO_ACTOR, NO_ACTOR_FLAGS, error_lines
 from gymnasium import spaces
 from pettingzoo.utils.env import ParallelEnv
 from typer.testing import CliRunner
@@ -199,7 +199,7 @@ def test_cli_names_the_env_whose_state_breaks_the_contract_in_one_line(tmp_path,
     result = CliRunner().invoke(app, ["--plugin", "contract_breakers", "train", "--env", env, "--algo", "vdn",
                                       "--steps", "60", "--out", str(tmp_path), *NO_ACTOR_FLAGS])
     assert result.exit_code == 1, result.output
-    lines = result.stderr.strip().splitlines()
+    lines = error_lines(result.stderr)
     assert len(lines) == 1 and "Traceback" not in result.output, result.stderr
     assert lines[0].startswith(f"Error: {needle}"), lines[0]
 

@@ -275,6 +275,15 @@ def _quiet_ray_startup() -> None:
     logging.getLogger(RAY_TOKEN_LOGGER).setLevel(logging.ERROR)
 
 
+def require_ray() -> Any:
+    """The ``ray`` module; MissingDependency naming the extra where it is not installed."""
+    try:
+        import ray
+    except ImportError:
+        raise MissingDependency("sweeps run on Ray, which is not installed: pip install 'semzoo[ray]'") from None
+    return ray
+
+
 def run_sweep(trials: Sequence[Trial | PackedTrial], *, address: str | None = None, max_retries: int = 2,
               cpus_per_trial: float = 1, num_cpus: int | None = None, echo: Callable[[str], None] = print,
               progress_interval_s: float = SWEEP_PROGRESS_INTERVAL_S) -> SweepReport:
@@ -299,10 +308,7 @@ def run_sweep(trials: Sequence[Trial | PackedTrial], *, address: str | None = No
     if not todo:
         return report
     n_runs = sum(len(task.trials) if isinstance(task, PackedTrial) else 1 for task in todo)
-    try:
-        import ray
-    except ImportError:
-        raise MissingDependency("sweeps run on Ray, which is not installed: pip install 'semzoo[ray]'") from None
+    ray = require_ray()
     _quiet_ray_startup()
     started_here = not ray.is_initialized()
     if started_here:
