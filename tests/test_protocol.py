@@ -223,11 +223,11 @@ def test_cli_rejects_a_bad_at_as_a_usage_error(runs_root, at):
     assert "--at" in result.output and "Traceback" not in result.output
 
 
-def test_cli_absolute_re_evaluates_best_checkpoints_and_leaves_out_runs_without_one(tmp_path):
+def train_two_step_runs(root):
+    """Seeds 0 and 1 of qmix and sem-qmix, 120 env steps each on the two-step game, under ``root``."""
     from semzoo import train_seeds
     from semzoo.config import AgentConfig, ExplorationConfig, LearnerConfig, MemoryConfig
 
-    root = tmp_path / "runs"
     for algo in ("qmix", "sem-qmix"):
         config = TrainConfig(env="matrix:two_step", algo=algo, steps=120, n_envs=4, test_episodes=4, test_interval=40,
                              log_interval=40, save_interval=0, sequential=True, out=str(root),
@@ -235,6 +235,11 @@ def test_cli_absolute_re_evaluates_best_checkpoints_and_leaves_out_runs_without_
                              exploration=ExplorationConfig(epsilon_anneal_steps=80),
                              memory=MemoryConfig(pending_size=40))
         train_seeds(config, [0, 1], progress=False)
+
+
+def test_cli_absolute_re_evaluates_best_checkpoints_and_leaves_out_runs_without_one(tmp_path):
+    root = tmp_path / "runs"
+    train_two_step_runs(root)
     write_run(root, "matrix:two_step", "qmix", 7, {0: 0.0, 40: 1.0, 120: 1.0})  # old layout: no best.ckpt
 
     result = cli(root, "--at", 120, "--metric", "test_return_mean", "--reps", REPS, "--absolute",
@@ -264,17 +269,8 @@ def test_cli_without_rliable_names_the_extra(runs_root, monkeypatch):
 @pytest.fixture(scope="module")
 def matrix_runs(tmp_path_factory):
     """Two seeds each of qmix and sem-qmix trained 120 env steps on the two-step game: no test_win_rate logged."""
-    from semzoo import train_seeds
-    from semzoo.config import AgentConfig, ExplorationConfig, LearnerConfig, MemoryConfig
-
     root = tmp_path_factory.mktemp("matrix") / "runs"
-    for algo in ("qmix", "sem-qmix"):
-        config = TrainConfig(env="matrix:two_step", algo=algo, steps=120, n_envs=4, test_episodes=4, test_interval=40,
-                             log_interval=40, save_interval=0, sequential=True, out=str(root),
-                             agent=AgentConfig(hidden_dim=8), learner=LearnerConfig(batch_size=8, buffer_size=64),
-                             exploration=ExplorationConfig(epsilon_anneal_steps=80),
-                             memory=MemoryConfig(pending_size=40))
-        train_seeds(config, [0, 1], progress=False)
+    train_two_step_runs(root)
     return root
 
 
