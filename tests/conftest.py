@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -51,6 +52,13 @@ def record_losses(trainer) -> list[float]:
 
 
 PLUGINS = Path(__file__).parent / "plugins"
+
+
+def plugin_process_env() -> dict[str, str]:
+    """The environment of a ``semzoo`` subprocess that imports the test plugins by name (and no others)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")])}
+    env.pop("SEMZOO_PLUGINS", None)
+    return env
 """Plugin modules as users write them (``semzoo --plugin MODULE``)."""
 
 

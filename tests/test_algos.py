@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import NO_ACTOR, NO_ACTOR_FLAGS, error_lines
+from conftest import NO_ACTOR, NO_ACTOR_FLAGS, error_lines, plugin_process_env
 from typer.testing import CliRunner
 
 from semzoo import TrainConfig, algorithm_ids, train
@@ -71,8 +70,7 @@ def test_a_mixer_registered_outside_the_package_trains_from_python(tmp_path, mon
 
 
 def test_a_mixer_registered_by_a_plugin_module_trains_from_the_cli(tmp_path):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")])}
-    env.pop("SEMZOO_PLUGINS", None)
+    env = plugin_process_env()
     cli = [sys.executable, "-m", "semzoo.cli", "--plugin", "toy_mixer_plugin"]
     listing = subprocess.run([*cli, "algos"], capture_output=True, text=True, env=env, timeout=120)
     assert listing.returncode == 0, listing.stderr

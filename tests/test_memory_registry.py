@@ -5,13 +5,12 @@ and resumed exactly."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import NO_ACTOR, NO_ACTOR_FLAGS
+from conftest import NO_ACTOR, NO_ACTOR_FLAGS, plugin_process_env
 from test_checkpoint import assert_same, comparable_rows
 from test_memory_learner import make_batch, make_learner
 from typer.testing import CliRunner
@@ -168,8 +167,7 @@ def test_a_user_memory_trains_in_a_multi_seed_group(toy, tmp_path):
 
 
 def test_a_user_memory_trains_by_id_from_the_cli_and_resumes_exactly(tmp_path):
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PLUGINS), os.environ.get("PYTHONPATH", "")])}
-    env.pop("SEMZOO_PLUGINS", None)
+    env = plugin_process_env()
     cli = [sys.executable, "-m", "semzoo.cli", "--plugin", "toy_memory_plugin"]
     listing = subprocess.run([*cli, "algos"], capture_output=True, text=True, env=env, timeout=120)
     assert listing.returncode == 0, listing.stderr
