@@ -194,7 +194,7 @@ def build(config: TrainConfig, env: VecCTDEEnv, device: torch.device) -> RunPart
     memory = None
     if algo.has_memory:
         memory = make_memory(algo.memory, config, state_dim=env.state_dim, n_agents=env.n_agents,
-                             n_actions=env.n_actions)
+                             n_actions=env.n_actions, obs_dim=env.obs_dim)
     learner = algo.algorithm.learner_class().from_config(config, agent=agent, mixer=mixer, memory=memory,
                                                          **algo.algorithm.learner_args)
     return RunParts(algo=algo, agent=agent, mixer=mixer, memory=memory, learner=learner)

@@ -121,13 +121,89 @@ class MemoryConfig:
     lam: float = ranged(0.1, PROBABILITY, "lambda of eq. 6; the paper uses 0.1")
     """lambda in (1 - lambda)(Q_tot - y)^2 + lambda (Q_tot - E)^2."""
     proj_dim: int = ranged(4, AT_LEAST_ONE)
-    """D, the size of the random projection phi(s) = V s."""
+    """D, the size of a state's key: SEM's random projection phi(s) = V s, EMC's z = M s, EMU's learned embedding."""
     capacity: int = ranged(1_000_000, AT_LEAST_ONE, **{FLAG: "memory-capacity"})  # --capacity alone is ambiguous
-    """|Q^S|, the number of table entries; least frequently accessed entries are evicted beyond it."""
+    """|Q^S|, the number of memory entries; beyond it SEM/SAEM evict the least frequently accessed entry, EMC/EMU the
+    least recently used."""
     pending_size: int = ranged(5000, AT_LEAST_ONE)
     """|M|, env steps gathered before the table is updated with their per-key maximum returns."""
     miss_rule: Literal["target", "zero"] = "target"
     """On a table miss: 'target' uses max_u Q_tot(tau', u; theta^-) so E = y (the paper); 'zero' drops the memory term (EMC)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CuriosityConfig:
+    """EMC's curiosity (Zheng et al., NeurIPS 2021, sec. 4.1; also used by EMU, Na et al., ICLR 2024).
+
+    Used by the emc- and emu- algorithms; switched off alone with --no-curiosity, so a study can tell the
+    memory's share from the curiosity's. Defaults: EMC's config/algs/EMC_sc2.yaml.
+    """
+
+    curiosity: bool = True
+    """Add the curiosity reward (intrinsic, scale x prediction error) to the TD target of emc-/emu- algorithms."""
+    curiosity_scale: float = ranged(0.001, NON_NEGATIVE, "EMC uses 0.001")
+    """The intrinsic reward's scale at the start of a run (EMC's curiosity_scale)."""
+    curiosity_decay_rate: float = ranged(0.9, Range(low=0, high=1), "EMC uses 0.9")
+    """The scale is multiplied by this every curiosity_decay_steps env steps (EMC's curiosity_decay_rate)."""
+    curiosity_decay_steps: int = ranged(100_000, AT_LEAST_ONE, "EMC uses 100000")
+    """Env steps between two decays of the scale (EMC's curiosity_decay_cycle)."""
+    curiosity_floor: float = ranged(0.0, NON_NEGATIVE, "EMC uses 0")
+    """The scale never decays below this (EMC's curiosity_decay_stop)."""
+    curiosity_tau: float = ranged(0.005, Range(low=0, high=1, low_open=True), "EMC uses 0.005")
+    """Soft-update rate of the curiosity's target copy of its extrinsic-reward Q-network (EMC's soft_update_tau)."""
+    curiosity_lr: float = ranged(5e-4, POSITIVE, "EMC uses 5e-4")
+    """Adam learning rate of the curiosity's predictor."""
+    curiosity_target_scale: float = ranged(10.0, POSITIVE, "EMC uses 10")
+    """The predictor regresses this many times the target copy's Q-values (EMC's prediction target)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EMCConfig:
+    """EMC's episodic memory (Zheng et al., NeurIPS 2021, sec. 4.2): key z = M s, M a fixed Gaussian (D = --proj-dim),
+    capacity --memory-capacity, least recently used evicted. Defaults: EMC's config/algs/EMC_sc2.yaml."""
+
+    emc_loss_weight: float = ranged(0.1, NON_NEGATIVE, "EMC uses 0.1")
+    """Weight of the episodic loss sum_t hit_t (r_t + gamma H(s_{t+1}) - Q_tot)^2 / sum_t m_t, added to the TD loss."""
+    emc_atol: float = ranged(1e-8, NON_NEGATIVE, "EMC uses 1e-8")
+    """Absolute tolerance of a key match (numpy allclose's atol in EMC's lookup)."""
+    emc_rtol: float = ranged(1e-5, NON_NEGATIVE, "EMC uses numpy's default 1e-5")
+    """Relative tolerance of a key match (numpy allclose's rtol in EMC's lookup)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EMUConfig:
+    """EMU's memory (Na et al., ICLR 2024): a learned state embedding (D = --proj-dim), a box lookup, desirability
+    and the episodic incentive. Defaults: EMU's config/algs/EMU_sc2.yaml."""
+
+    emu_delta: float = ranged(1.3e-5, POSITIVE, "EMU uses 1.3e-5, and 1.3e-3 on super-hard maps")
+    """Half-width of the lookup box on z-normalised keys: a hit when every dimension is within it."""
+    emu_hidden_dim: int = ranged(64, AT_LEAST_ONE, "EMU uses 64")
+    """Width of the embedder's two hidden layers (encoder and decoder)."""
+    emu_lr: float = ranged(5e-4, POSITIVE, "EMU uses 5e-4")
+    """Adam learning rate of the embedder."""
+    emu_grad_clip: float = ranged(10.0, POSITIVE, "EMU uses 10")
+    """Gradient-norm clip of the embedder's updates."""
+    emu_state_loss_weight: float = ranged(0.1, NON_NEGATIVE, "EMU uses 0.1")
+    """Weight of the state reconstruction in the embedder's loss (H - H_hat)^2 + w ||s - s_hat||^2."""
+    emu_train_interval: int = ranged(10_000, AT_LEAST_ONE, "EMU uses 10000")
+    """Env steps between two trainings of the embedder (each followed by re-embedding every stored key)."""
+    emu_train_samples: int = ranged(102_400, AT_LEAST_ONE, "EMU uses 102400")
+    """Memory entries sampled for one training of the embedder."""
+    emu_train_batch: int = ranged(1024, AT_LEAST_ONE, "EMU uses 1024")
+    """Mini-batch size of the embedder's training (samples / batch gradient steps)."""
+    emu_norm_interval: int = ranged(200, AT_LEAST_ONE, "EMU uses 200")
+    """Env steps between two refreshes of the keys' per-dimension mean and std (the z-normalisation of the box)."""
+    emu_incentive: bool = True
+    """Add EMU's episodic incentive to the TD target (off: curiosity and the memory's writes only, for ablations)."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -241,9 +317,15 @@ class TrainConfig:
     mixer: MixerConfig = field(default_factory=MixerConfig)
     """The mixing network."""
     memory: MemoryConfig = field(default_factory=MemoryConfig)
-    """The episodic memory of sem-/saem- algorithms."""
+    """The episodic memory's shared settings (every <memory>- algorithm; lambda and the table's pending set: SEM, SAEM)."""
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     """The loss and its optimiser."""
+    curiosity: CuriosityConfig = field(default_factory=CuriosityConfig)
+    """EMC's curiosity, used by the emc- and emu- algorithms."""
+    emc: EMCConfig = field(default_factory=EMCConfig)
+    """EMC's episodic memory (emc- algorithms)."""
+    emu: EMUConfig = field(default_factory=EMUConfig)
+    """EMU's episodic memory (emu- algorithms)."""
     exploration: ExplorationConfig = field(default_factory=ExplorationConfig)
     """The epsilon schedule."""
 

@@ -13,6 +13,9 @@ from semzoo.config import (
     RANGE,
     SECTIONS,
     AgentConfig,
+    CuriosityConfig,
+    EMCConfig,
+    EMUConfig,
     ExplorationConfig,
     LearnerConfig,
     MemoryConfig,
@@ -41,7 +44,7 @@ def test_default_config_is_the_readmes_main_job():
 
 def test_sections_are_the_dataclass_fields_of_train_config():
     expected = {"agent": AgentConfig, "mixer": MixerConfig, "memory": MemoryConfig, "learner": LearnerConfig,
-                "exploration": ExplorationConfig}
+                "curiosity": CuriosityConfig, "emc": EMCConfig, "emu": EMUConfig, "exploration": ExplorationConfig}
     assert expected == SECTIONS
 
 

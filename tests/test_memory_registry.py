@@ -108,7 +108,7 @@ def test_a_row_cannot_take_a_registered_memory_prefix(toy):
 
 def test_a_memory_intrinsic_reward_joins_the_td_target_and_its_losses_the_loss(toy):
     class Plain(toy.BestReturnMemory):
-        def intrinsic_reward(self, lookup, clean):
+        def intrinsic_reward(self, lookup, clean, next_value_BT):
             return None
 
     class WithLoss(toy.BestReturnMemory):

@@ -7,14 +7,19 @@ memory is one file (a plugin module, or ``episodic/<name>.py`` plus its import i
 
 The hooks, in the order a run calls them (shapes: B episodes, T steps, D state-key words):
 
-    from_config(config, state_dim=, n_agents=, n_actions=)   build for a run (semzoo.algos.build)
+    from_config(config, state_dim=, n_agents=, n_actions=,   build for a run (semzoo.algos.build)
+                obs_dim=)
     state_key_words, slot_state_keys(batch) -> [B,T+1,D]     the keys of stored steps, computed once when an
                                                              episode is stored; the replay buffer keeps them
                                                              beside the state (EpisodeBatch.state_keys)
     on_store(batch, slot_state_keys)                         an iteration's episodes were stored
-    lookup_batch(clean, state_keys_BSD) -> lookup            phase 1 of an update: numpy allowed, no gradient;
-                                                             returns a dataclass whose fields are all tensors
-    intrinsic_reward(lookup, clean) -> [B,T] | None          phase 2: added to the TD target y
+    lookup_batch(clean, state_keys_BSD) -> lookup            phase 1 of an update: numpy allowed, no gradient
+                                                             through the learner's networks (a memory's own
+                                                             networks may take their own optimiser step here,
+                                                             under torch.enable_grad); returns a dataclass whose
+                                                             fields are all tensors
+    intrinsic_reward(lookup, clean, next_value) -> [B,T]     phase 2: added to the TD target y (curiosity, EMU's
+                                           | None            incentive); next_value is V(t+1) of the target nets
     combine_target(lookup, clean, y, next_value, ...)        phase 2: the memory's target E and the steps it
                                  -> EpisodicTarget | None    applies to, blended by lambda (eq. 6)
     memory_losses(lookup, values) -> {name: scalar}          phase 2: added to the loss, logged as loss_<name>
@@ -71,8 +76,12 @@ class Memory(ABC):
     # ----- building --------------------------------------------------------------------------------------
     @classmethod
     @abstractmethod
-    def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> Memory:
-        """The memory of a run of ``config`` on an env of these sizes (its settings: ``config.memory``)."""
+    def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
+                    obs_dim: int) -> Memory:
+        """The memory of a run of ``config`` on an env of these sizes (its settings: ``config.memory`` and its own section).
+
+        ``obs_dim`` is one agent's observation size, for a memory that trains networks on the agents' inputs (curiosity).
+        """
 
     # ----- the keys of stored steps ----------------------------------------------------------------------
     @property
@@ -110,8 +119,11 @@ class Memory(ABC):
         """
 
     # ----- the update: phase 2 (tensor ops only, runs under vmap) ----------------------------------------
-    def intrinsic_reward(self, lookup: Any, clean: CleanBatch) -> torch.Tensor | None:
-        """A reward [B,T] added to the TD target y (curiosity), or None."""
+    def intrinsic_reward(self, lookup: Any, clean: CleanBatch, next_value_BT: torch.Tensor) -> torch.Tensor | None:
+        """A reward [B,T] added to the TD target y (curiosity, EMU's incentive), or None.
+
+        ``next_value_BT`` is the learner's V(t+1) = Q_tot(tau_{t+1}, argmax_u Q, s_{t+1}; theta^-), without gradient.
+        """
         return None
 
     def combine_target(self, lookup: Any, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor, *,
@@ -188,9 +200,11 @@ def memory_class(name: str) -> type[Memory]:
     return _REGISTRY[name]
 
 
-def make_memory(name: str, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> Memory:
+def make_memory(name: str, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
+                obs_dim: int) -> Memory:
     """The memory ``name`` of a run of ``config`` on an env of these sizes."""
-    return memory_class(name).from_config(config, state_dim=state_dim, n_agents=n_agents, n_actions=n_actions)
+    return memory_class(name).from_config(config, state_dim=state_dim, n_agents=n_agents, n_actions=n_actions,
+                                          obs_dim=obs_dim)
 
 
 __all__ = ["NO_MEMORY", "Memory", "make_memory", "memory_class", "memory_names", "register_memory"]

@@ -391,7 +391,8 @@ class EpisodicMemory(Memory, ABC):
         self._pending_steps = 0
 
     @classmethod
-    def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> EpisodicMemory:
+    def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
+                    obs_dim: int = 0) -> EpisodicMemory:
         """The table of a run: D, capacity and |M| from ``config.memory``, gamma and the seed of V from the run."""
         m = config.memory
         return cls(state_dim=state_dim, n_agents=n_agents, proj_dim=m.proj_dim, capacity=m.capacity,

@@ -204,7 +204,7 @@ class QLearner:
         next_value = self.next_value(clean, values.q_BTAU)
         y = self.td_target(clean, next_value)
         mask = clean.mask
-        intrinsic = None if memory is None else memory.intrinsic_reward(lookup, clean)
+        intrinsic = None if memory is None else memory.intrinsic_reward(lookup, clean, next_value)
         if intrinsic is not None:  # a memory's curiosity joins the reward of the TD target
             y = y + intrinsic.detach() * mask
         td = self.loss_against(values, y, mask)

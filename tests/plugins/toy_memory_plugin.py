@@ -56,7 +56,8 @@ class BestReturnMemory(Memory):
         self.counts = dict.fromkeys(COUNTERS, 0)
 
     @classmethod
-    def from_config(cls, config: Any, *, state_dim: int, n_agents: int, n_actions: int) -> BestReturnMemory:
+    def from_config(cls, config: Any, *, state_dim: int, n_agents: int, n_actions: int,
+                    obs_dim: int) -> BestReturnMemory:
         return cls(gamma=config.learner.gamma)
 
     # ----- the schedule
@@ -85,7 +86,7 @@ class BestReturnMemory(Memory):
         return BestLookup(best=torch.tensor(self.best if stored else 0.0), stored=torch.tensor(stored),
                           bonus=torch.tensor(BONUS / math.sqrt(1 + self.counts["stores"])))
 
-    def intrinsic_reward(self, lookup: BestLookup, clean: Any) -> torch.Tensor:
+    def intrinsic_reward(self, lookup: BestLookup, clean: Any, next_value_BT: torch.Tensor) -> torch.Tensor:
         return lookup.bonus.to(clean.reward.dtype).expand_as(clean.reward)
 
     def combine_target(self, lookup: BestLookup, clean: Any, y_BT: torch.Tensor, next_value_BT: torch.Tensor, *,
