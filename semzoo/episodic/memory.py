@@ -9,6 +9,8 @@ The hooks, in the order a run calls them (shapes: B episodes, T steps, D state-k
 
     from_config(config, state_dim=, n_agents=, n_actions=,   build for a run (semzoo.algos.build)
                 obs_dim=)
+    planned_nbytes(config, ...), planned_state_key_words     its bytes and key-cache width before a run is built
+                                                             (the memory plan, `semzoo memory-cost`)
     state_key_words, slot_state_keys(batch) -> [B,T+1,D]     the keys of stored steps, computed once when an
                                                              episode is stored; the replay buffer keeps them
                                                              beside the state (EpisodeBatch.state_keys)
@@ -82,6 +84,17 @@ class Memory(ABC):
 
         ``obs_dim`` is one agent's observation size, for a memory that trains networks on the agents' inputs (curiosity).
         """
+
+    # ----- the plan: bytes before anything is allocated (semzoo.run.memory_plan, `semzoo memory-cost`) --------
+    @classmethod
+    def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
+        """Bytes a run's memory holds at its largest (full capacity, its networks and optimisers); 0: not known."""
+        return 0
+
+    @classmethod
+    def planned_state_key_words(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> int:
+        """The ``state_key_words`` a run's memory will have, so the replay buffer's key cache enters the plan."""
+        return 0
 
     # ----- the keys of stored steps ----------------------------------------------------------------------
     @property

@@ -409,6 +409,19 @@ class EpisodicMemory(Memory, ABC):
     def paper_n_tables(cls, n_agents: int, n_actions: int) -> int:
         """Tables the paper's layout needs (paper sec. 6): a Python int, exact for any size."""
 
+    @classmethod
+    def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
+        """The table at its capacity and the projection V (what ``semzoo memory-cost`` reports)."""
+        from semzoo.episodic.cost import projection_bytes, semzoo_storage_bytes
+
+        m = config.memory
+        return (semzoo_storage_bytes(cls.name, n_agents, n_actions, capacity=m.capacity, proj_dim=m.proj_dim)
+                + projection_bytes(m.proj_dim, state_dim))
+
+    @classmethod
+    def planned_state_key_words(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> int:
+        return config.memory.proj_dim  # state_key_words: the float32 bits of phi(s)
+
     # ------------------------------------------------------------ Memory hooks
     @property
     def state_key_words(self) -> int:

@@ -175,15 +175,16 @@ def collector_bytes(sizes: EnvSizes, config: TrainConfig) -> int:
 def table_bytes(sizes: EnvSizes, config: TrainConfig) -> tuple[int, int]:
     """(bytes of the episodic table and projection, state-key words per slot), (0, 0) without memory."""
     from semzoo import algos
-    from semzoo.episodic.cost import projection_bytes, semzoo_storage_bytes
+    from semzoo.episodic.memory import memory_class
 
     algo = algos.parse_algorithm(config.algo)
     if not algo.has_memory:
         return 0, 0
-    m = config.memory
-    kind = "saem" if algo.memory == "saem" else "sem"
-    table = semzoo_storage_bytes(kind, sizes.n_agents, sizes.n_actions, capacity=m.capacity, proj_dim=m.proj_dim)
-    return table + projection_bytes(m.proj_dim, sizes.state_dim), m.proj_dim
+    cls = memory_class(algo.memory)  # each memory plans its own bytes (Memory.planned_nbytes)
+    table = cls.planned_nbytes(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents, n_actions=sizes.n_actions,
+                               obs_dim=sizes.obs_dim)
+    return table, cls.planned_state_key_words(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents,
+                                              n_actions=sizes.n_actions)
 
 
 def plan(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1) -> MemoryPlan:
