@@ -731,14 +731,19 @@ def memory_cost(
     agents: int | None = typer.Option(None, help="Number of agents n (instead of a map or env id)."),
     actions: int | None = typer.Option(None, help="Actions per agent |U| (instead of a map or env id)."),
     state_size: int | None = typer.Option(None, help="Global state size F (instead of a map or env id)."),
+    obs_size: int | None = typer.Option(None, help="One agent's observation size, for the curiosity networks of EMC "
+                                        "and EMU (with --agents/--actions/--state-size; default: the state size F)."),
     capacity: float = typer.Option(1e6, help="Entries per table |Q| (the paper: 1e6)."),
     proj_dim: int = typer.Option(4, help="Random-projection size D (the paper: 4)."),
     env_arg: list[str] = typer.Option([], help="KEY=VALUE passed to the env factory (VALUE parsed as JSON); repeatable."),
 ) -> None:
-    """Storage of SEM and SAEM: the paper's layout (|U|^n tables for SAEM) next to what semzoo allocates."""
+    """Storage of SEM and SAEM (the paper's layout, |U|^n tables for SAEM, next to semzoo's) and of every memory."""
 
     from semzoo.episodic.cost import (
+        RAW_STATE_BYTES_PER_DIM,
+        EnvSizes,
         format_gb,
+        memory_costs,
         paper_n_tables,
         projection_bytes,
         sizes_of,
@@ -757,14 +762,19 @@ def memory_cost(
             fail(f"missing {', '.join(missing)}: give a map or env id (e.g. 2c_vs_64zg, matrix:climbing) "
                  "or all of --agents, --actions, --state-size", USAGE_ERROR)
         n_agents, n_actions, state_dim = int(agents), int(actions), int(state_size)  # type: ignore[arg-type]
-        source = "given"
+        obs_dim, source = (state_dim if obs_size is None else obs_size), "given"
     else:
+        if obs_size is not None:
+            fail(f"--obs-size {obs_size} with {target!r}: the map or env gives the observation size; drop --obs-size",
+                 USAGE_ERROR)
         try:
-            n_agents, n_actions, state_dim, source = sizes_of(target, parse_env_args(env_arg))
+            n_agents, n_actions, state_dim, obs_dim, source = sizes_of(target, parse_env_args(env_arg))
         except (ValueError, TypeError) as err:
             fail(str(err).splitlines()[0] if str(err) else repr(err), USAGE_ERROR)
     if state_dim <= 0:
         fail(f"--state-size {state_dim}: expected a positive state size F", USAGE_ERROR)
+    if obs_dim <= 0:
+        fail(f"--obs-size {obs_dim}: expected a positive observation size", USAGE_ERROR)
     try:
         cost = storage_comparison(n_agents, n_actions, capacity=capacity, proj_dim=proj_dim)
         saem_tables = paper_n_tables("saem", n_agents, n_actions)
@@ -782,6 +792,16 @@ def memory_cost(
                "(shared by SEM and SAEM)")
     typer.echo(f"state keys in the replay buffer: D int32 = {state_keys_bytes(1, proj_dim)} bytes per slot, "
                "an episode of L steps stores L + 1 slots (phi(s) of each stored state, projected once)")
+    costs = memory_costs(EnvSizes(n_agents, n_actions, state_dim, obs_dim, source), capacity=capacity,
+                         proj_dim=proj_dim)
+    typer.echo(f"every memory at its largest (|Q| entries, its networks and optimisers; observation size {obs_dim}), "
+               "as the memory plan of `semzoo train` counts it:")
+    for name, nbytes in costs.items():
+        typer.echo(f"  {name:<6}{format_gb(nbytes):<12}({nbytes:,} bytes)")
+    raw = RAW_STATE_BYTES_PER_DIM * state_dim
+    if "emu" in costs:
+        typer.echo(f"of which EMU's raw states (kept to re-embed its keys): F float32 = {raw:,} bytes per entry, "
+                   f"{format_gb(raw * entries)} at |Q| = {entries:,}")
 
 
 def _click_exceptions() -> Any:

@@ -101,10 +101,31 @@ def test_memory_cost_reads_the_sizes_of_a_registered_env():
     from semzoo.episodic.cost import sizes_of
 
     register_env("memory_cost_penalty", lambda: matrix_game_v0.parallel_env("penalty"), overwrite=True)
-    assert sizes_of("memory_cost_penalty") == (2, 3, 2, "env memory_cost_penalty")
+    assert sizes_of("memory_cost_penalty") == (2, 3, 2, 2, "env memory_cost_penalty")
 
 
 def test_the_replay_buffers_state_keys_are_reported_per_slot():
     result = invoke("2c_vs_64zg", "--proj-dim", "8")
     assert result.exit_code == 0, result.output
     assert "state keys in the replay buffer: D int32 = 32 bytes per slot" in result.output
+
+
+def test_every_registered_memory_is_reported_with_what_the_memory_plan_counts():
+    from semzoo.config import MemoryConfig, TrainConfig
+    from semzoo.episodic.memory import memory_class, memory_names
+
+    result = invoke("--agents", "3", "--actions", "5", "--state-size", "10", "--obs-size", "7", "--capacity", "2000")
+    assert result.exit_code == 0, result.output
+    config = TrainConfig(memory=MemoryConfig(capacity=2000))
+    for name in memory_names():
+        nbytes = memory_class(name).planned_nbytes(config, state_dim=10, n_agents=3, n_actions=5, obs_dim=7)
+        assert nbytes > 0, name
+        (line,) = [ln for ln in result.output.splitlines() if ln.startswith(f"  {name} ")]
+        assert f"({nbytes:,} bytes)" in line
+
+
+def test_obs_size_goes_with_explicit_sizes_only():
+    result = invoke("2s3z", "--obs-size", "7")
+    assert result.exit_code == 2, result.output
+    assert "drop --obs-size" in result.output.strip()
+    assert len(result.output.strip().splitlines()) == 1

@@ -9,7 +9,7 @@ All arithmetic uses Python ints, so |U|^n never overflows.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from semzoo.episodic.memory import memory_class
 from semzoo.episodic.tables import ACTION_ID_LIMIT, EpisodicMemory, table_nbytes
@@ -127,8 +127,38 @@ def format_gb(n_bytes: int) -> str:
     return f"{value:.3g} GB" if value < Decimal(10) ** 6 else f"{value:.2e} GB"
 
 
-def sizes_of(target: str, env_args: dict[str, Any] | None = None) -> tuple[int, int, int, str]:
-    """(n_agents, n_actions, state_dim, description) of a SMAC map name or an env id.
+class EnvSizes(NamedTuple):
+    """The sizes a memory's cost depends on, and where they came from."""
+
+    n_agents: int
+    n_actions: int
+    state_dim: int
+    obs_dim: int
+    """One agent's observation size (the networks of EMC's and EMU's curiosity read it)."""
+    description: str
+
+
+RAW_STATE_BYTES_PER_DIM = 4
+"""EMU keeps each entry's raw state (float32) to re-embed its key whenever its embedder retrains."""
+
+
+def memory_costs(sizes: EnvSizes, *, capacity: int | float = DEFAULT_CAPACITY,
+                 proj_dim: int = PAPER_PROJ_DIM) -> dict[str, int]:
+    """Bytes each registered memory holds at its largest on an env of ``sizes`` (``Memory.planned_nbytes``), by name.
+
+    The figure the memory plan of ``semzoo train`` counts for it, with the other settings at their defaults.
+    """
+    from semzoo.config import MemoryConfig, TrainConfig
+    from semzoo.episodic.memory import memory_names
+
+    config = TrainConfig(memory=MemoryConfig(capacity=int(capacity), proj_dim=proj_dim))
+    return {name: memory_class(name).planned_nbytes(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents,
+                                                    n_actions=sizes.n_actions, obs_dim=sizes.obs_dim)
+            for name in memory_names()}
+
+
+def sizes_of(target: str, env_args: dict[str, Any] | None = None) -> EnvSizes:
+    """(n_agents, n_actions, state_dim, obs_dim, description) of a SMAC map name or an env id.
 
     A SMAC map (``2c_vs_64zg``, or ``smac:<map>`` without env args) comes from ``semzoo.envs.maps``:
     no StarCraft II needed. Any other env id, a name given to ``register_env`` included, is built and
@@ -143,12 +173,13 @@ def sizes_of(target: str, env_args: dict[str, Any] | None = None) -> tuple[int, 
     map_name = target if not sep else name if kind == "smac" and not env_args else None
     if map_name is not None and map_name in maps.SMAC_MAPS:
         m = maps.smac_map(map_name)
-        return m.n_agents, m.n_actions, m.state_dim, f"SMAC map {map_name}" if not sep else f"env {target}"
+        return EnvSizes(m.n_agents, m.n_actions, m.state_dim, m.obs_dim,
+                        f"SMAC map {map_name}" if not sep else f"env {target}")
     if not sep and target not in registered_envs():
         raise ValueError(f"unknown map {target!r}: expected a SMAC map (the paper's: {', '.join(maps.PAPER_MAPS)}; "
                          "`semzoo envs` lists all), an env id such as matrix:climbing, or a registered env name")
     ctde = CTDEEnv(make_env(target, **env_args))
     try:
-        return ctde.n_agents, ctde.n_actions, ctde.state_dim, f"env {target}"
+        return EnvSizes(ctde.n_agents, ctde.n_actions, ctde.state_dim, ctde.obs_dim, f"env {target}")
     finally:
         ctde.close()
