@@ -44,6 +44,7 @@ one-at-a-time order exactly.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -431,7 +432,7 @@ class EMUMemory(Memory):
             "return": self.return_N[slots], "visits": self.visits_N[slots],
             "desirable_visits": self.desirable_visits_N[slots], "desirable": self.desirable_N[slots],
             "embedder": {name: value.detach().cpu().clone() for name, value in self.embedder.state_dict().items()},
-            "optimizer": self.optimizer.state_dict(),
+            "optimizer": copy.deepcopy(self.optimizer.state_dict()),  # its tensors would change with the next step
             "rng": _generator_state(self.rng),
             "limit": self.limit, "best_return": self.best_return, "env_steps": self.env_steps,
             "trainings": self.trainings, "last_loss": self.last_loss, "hits": self.hits, "queries": self.queries,
