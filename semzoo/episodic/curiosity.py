@@ -192,7 +192,8 @@ class Curiosity:
         return {**{name: net.state_dict() for name, net in self.networks().items()},
                 "q_optimizer": self.q_optimizer.state_dict(),
                 "predictor_optimizer": self.predictor_optimizer.state_dict(),
-                "scale": self._scale, "updates": self.updates, "losses": dict(self._losses)}
+                "scale": self._scale, "updates": self.updates,
+                "losses": {name: value for name, value in self._losses.items() if not np.isnan(value)}}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore from ``state_dict()`` (scalars may come back as 0-d arrays)."""
@@ -202,7 +203,8 @@ class Curiosity:
         self.predictor_optimizer.load_state_dict(state["predictor_optimizer"])
         self._scale = float(np.asarray(state["scale"]).item())
         self.updates = int(np.asarray(state["updates"]).item())
-        self._losses = {name: float(np.asarray(value).item()) for name, value in state["losses"].items()}
+        self._losses = {name: NO_LOSS for name in self._losses}
+        self._losses.update({name: float(np.asarray(value).item()) for name, value in state["losses"].items()})
 
     @property
     def nbytes(self) -> int:
