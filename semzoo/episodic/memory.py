@@ -57,8 +57,8 @@ if TYPE_CHECKING:
 
 NO_MEMORY = "none"
 """The memory of a plain id (``qmix``): a name no memory can take."""
-_BUILTIN = ("semzoo.episodic.tables",)
-"""Modules whose import registers the built-in memories (SEM, SAEM)."""
+_BUILTIN = ("semzoo.episodic.tables", "semzoo.episodic.emc")
+"""Modules whose import registers the built-in memories (SEM, SAEM, EMC)."""
 
 
 class Memory(ABC):
