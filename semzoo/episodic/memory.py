@@ -58,8 +58,8 @@ if TYPE_CHECKING:
 
 NO_MEMORY = "none"
 """The memory of a plain id (``qmix``): a name no memory can take."""
-_BUILTIN = ("semzoo.episodic.tables", "semzoo.episodic.emu")
-"""Modules whose import registers the built-in memories (SEM, SAEM, EMU)."""
+_BUILTIN = ("semzoo.episodic.tables", "semzoo.episodic.emc", "semzoo.episodic.emu")
+"""Modules whose import registers the built-in memories (SEM, SAEM, EMC, EMU)."""
 
 
 class Memory(ABC):
