@@ -282,7 +282,8 @@ class TrainConfig:
     env_args: dict[str, Any] = field(default_factory=dict, metadata={FLAG: "env-arg"})
     """Keyword arguments for the environment factory."""
     algo: str = "sem-qmix"
-    """Algorithm id: <mixer> or sem-<mixer> / saem-<mixer>, mixers vdn, qmix, qplex, cw-qmix, ow-qmix (`semzoo algos` lists them)."""
+    """Algorithm id: <mixer> or <memory>-<mixer> with memory sem, saem, emc or emu, mixers vdn, qmix, qplex, cw-qmix,
+    ow-qmix (`semzoo algos` lists them)."""
     steps: int = ranged(100_000, NON_NEGATIVE)
     """Environment steps to train for."""
     seed: int = ranged(0, Range(low=0, high=2**32 - 1), "a 32-bit seed")
