@@ -129,6 +129,14 @@ def main() -> None:
             return trainer.learner.table_lookup(cleans[id(batch)], keys)
         return run
 
+    def curiosity_step(trainer: Trainer) -> Callable[[EpisodeBatch], object]:
+        curiosity = getattr(trainer.memory, "curiosity")  # noqa: B009  (only memories that have one)
+
+        def run(batch: EpisodeBatch) -> object:
+            with torch.no_grad():  # as the learner's phase 1 holds it
+                return curiosity.reward(cleans[id(batch)])
+        return run
+
     def update(trainer: Trainer) -> Callable[[EpisodeBatch], object]:
         def run(batch: EpisodeBatch) -> object:
             if not trainer.buffer.state_key_words:  # a memory that caches no key gets the batch it would sample
@@ -147,6 +155,9 @@ def main() -> None:
     parts.update({f"update ({m}-)": update(t) for m, t in with_memory.items()})
     parts.update({"agent fwd+bwd": agent_fwd_bwd, "target agent fwd": target_fwd})
     parts.update({f"{m} phase 1 (lookup)": phase1(t) for m, t in with_memory.items()})
+    # EMC's and EMU's phase 1 holds their curiosity's own training step: timed alone, so the lookup's share shows
+    parts.update({f"{m} curiosity (in phase 1)": curiosity_step(t) for m, t in with_memory.items()
+                  if getattr(t.memory, "curiosity", None) is not None})
     parts["nn.GRU fwd+bwd alone"] = gru_alone
     calls = alternate(parts, batches, args.rounds)
     ms = {name: per_round(values, len(batches)) for name, values in calls.items()}
@@ -178,6 +189,9 @@ def main() -> None:
         lookup_paired = [lk / s for lk, s in zip(calls[look], calls[mine])]
         print(f"  {m:5s} {m}- / plain - 1 = {spread(extra, 100)} % | {quartiles(paired, 100)} %; "
               f"phase 1 / {m}- update = {spread(lookup_share, 100)} % | {quartiles(lookup_paired, 100)} %")
+        if f"{m} curiosity (in phase 1)" in ms:
+            own = [c / s for c, s in zip(ms[f"{m} curiosity (in phase 1)"], ms[mine])]
+            print(f"        of which its curiosity's training step / {m}- update = {spread(own, 100)} %")
     print(f"floor: GRU {4 * flops_fwd / 1e6:.0f} MFLOP per update at {gru_gflops:.1f} GFLOP/s (nn.GRU alone) "
           f"= {floor_ms:.1f} ms; the plain update is {median['update (plain)'] / floor_ms:.2f}x the floor")
 
