@@ -44,7 +44,7 @@ import torch
 
 from semzoo.episodic.curiosity import Curiosity
 from semzoo.episodic.memory import Memory, register_memory
-from semzoo.episodic.nearest import RECENT_MAX, AllClose, NearestIndex
+from semzoo.episodic.nearest import AllClose, NearestIndex
 from semzoo.episodic.tables import discounted_returns
 from semzoo.episodic.target import scatter
 
@@ -62,19 +62,8 @@ NO_HIT_RATE = float("nan")
 """The hit rate before the first lookup (not logged)."""
 EMPTY_VALUE = -np.inf
 """A freshly added entry's value before the max with its returns."""
-SLOT_BYTES = 1 + 8 + 4 + 4 + 8 + 4
-"""Index bytes per slot besides its key: occupancy, cell hash, free stack, main table, LRU tick, the return H."""
-RECENT_RUN_BYTES = RECENT_MAX * (8 + 4)
-"""The index's run of recent writes at its largest (a hash and a slot each)."""
-MIN_BUCKETS = 1 << 10
-"""The index's main table has at least this many buckets, and a power of two >= 2 N."""
-
-
-def planned_index_bytes(capacity: int, key_dim: int) -> int:
-    """Bytes a NearestIndex of ``capacity`` keys of ``key_dim`` floats with LRU eviction holds at its largest, plus
-    the float32 value per slot kept beside it (the index's arrays, semzoo.episodic.nearest)."""
-    n_buckets = max(MIN_BUCKETS, 1 << int(np.ceil(np.log2(2 * capacity))))
-    return capacity * (4 * key_dim + SLOT_BYTES) + 4 * (n_buckets + 1) + RECENT_RUN_BYTES
+VALUE_BYTES = 4
+"""The return H kept per slot beside the index (float32)."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +119,8 @@ class EMCMemory(Memory):
     def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
         """The index and the returns at full capacity, M (float64) and the curiosity's networks and optimisers."""
         d = config.memory.proj_dim
-        return (planned_index_bytes(config.memory.capacity, d) + 8 * d * state_dim
+        return (NearestIndex.planned_nbytes(config.memory.capacity, d) + VALUE_BYTES * config.memory.capacity
+                + 8 * d * state_dim
                 + Curiosity.planned_nbytes(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions))
 
     @classmethod
@@ -283,12 +273,7 @@ class EMCMemory(Memory):
         table for them), not its run of recent writes: that depends on when the grid was last rebuilt, and a
         resumed run rebuilds it, so the logged bytes would differ from a run never stopped.
         """
-        index = self.index
-        per_slot = (index.keys_ND, index.occupied_N, index.cell_hash_N, index.free_F)
-        lru = index.eviction.nbytes if index.eviction is not None else 0
-        n_buckets = max(MIN_BUCKETS, 1 << int(np.ceil(np.log2(max(1, 2 * index.n_entries)))))
-        listing = 4 * index.n_entries + 4 * (n_buckets + 1)
-        return (sum(a.nbytes for a in per_slot) + lru + listing + self.values_N.nbytes + self.projection_DF.nbytes
+        return (self.index.settled_nbytes + self.values_N.nbytes + self.projection_DF.nbytes
                 + (self.curiosity.nbytes if self.curiosity is not None else 0))
 
     def metrics(self) -> dict[str, float]:
@@ -298,4 +283,4 @@ class EMCMemory(Memory):
         return {"memory_entries": float(self.n_entries), "memory_bytes": float(self.nbytes), **hit_rate, **curiosity}
 
 
-__all__ = ["EMCLookup", "EMCMemory", "planned_index_bytes"]
+__all__ = ["EMCLookup", "EMCMemory"]

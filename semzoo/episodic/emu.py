@@ -53,8 +53,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from semzoo.episodic.curiosity import Curiosity
 from semzoo.episodic.memory import Memory, register_memory
-from semzoo.episodic.nearest import EMU_DELTA, RECENT_MAX, NearestIndex, ZBox
+from semzoo.episodic.nearest import EMU_DELTA, NearestIndex, ZBox
 from semzoo.episodic.tables import discounted_returns
 from semzoo.episodic.target import scatter
 
@@ -71,8 +72,6 @@ SAMPLER_STREAM = 0xE3B1
 """Spawn key, under the run seed, of the numpy generator that samples the embedder's training entries."""
 EMBED_CHUNK = 1 << 16
 """States per forward pass when every stored key is computed again."""
-INDEX_BYTES_PER_ENTRY_FIXED = 1 + 8 + 4 + 4 + 8
-"""NearestIndex per slot besides its key: occupancy, cell hash, free stack, main table, LRU tick."""
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -147,7 +146,8 @@ class EMUMemory(Memory):
                  grad_clip: float = 10.0, state_loss_weight: float = 0.1, train_interval: int = 10_000,
                  train_samples: int = 102_400, train_batch: int = 1024, norm_interval: int = 200,
                  incentive: bool = True, desirable_return: float | None = None,
-                 device: torch.device | str = "cpu", curiosity: Any = None, curiosity_interval: int = 1) -> None:
+                 device: torch.device | str = "cpu", curiosity: Curiosity | None = None,
+                 curiosity_interval: int = 1) -> None:
         self.state_dim = _positive_int("state_dim", state_dim)
         self.proj_dim = _positive_int("proj_dim", proj_dim)
         self.capacity = _positive_int("capacity", capacity)
@@ -209,7 +209,7 @@ class EMUMemory(Memory):
                    train_interval=e.emu_train_interval, train_samples=e.emu_train_samples,
                    train_batch=e.emu_train_batch, norm_interval=e.emu_norm_interval, incentive=e.emu_incentive,
                    desirable_return=e.emu_desirable_return, device=resolve_device(config.device),
-                   curiosity=_curiosity(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions),
+                   curiosity=Curiosity.from_config(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions),
                    curiosity_interval=config.curiosity.curiosity_decay_steps)
 
     @classmethod
@@ -217,15 +217,9 @@ class EMUMemory(Memory):
         """Full capacity (raw state, t, H, N, N_d, flag; the index's key, grid and LRU), the embedder and Adam, curiosity."""
         cap, dim = config.memory.capacity, config.memory.proj_dim
         entry = 4 * state_dim + 4 + 4 + 8 + 8 + 1
-        n_buckets = 1 << max(10, math.ceil(math.log2(max(1, 2 * cap))))
-        index = cap * (4 * dim + INDEX_BYTES_PER_ENTRY_FIXED) + 4 * (n_buckets + 1) + RECENT_MAX * (8 + 4)
         networks = 3 * 4 * embedder_parameter_count(state_dim, dim, config.emu.emu_hidden_dim)  # weights, Adam m, v
-        curiosity = 0
-        if config.curiosity.curiosity:
-            from semzoo.episodic.curiosity import Curiosity
-
-            curiosity = Curiosity.planned_nbytes(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions)
-        return cap * entry + index + networks + curiosity
+        curiosity = Curiosity.planned_nbytes(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions)
+        return cap * entry + NearestIndex.planned_nbytes(cap, dim) + networks + curiosity
 
     # ----- embedding ---------------------------------------------------------------------------------------
     def tau(self, time: Any) -> torch.Tensor:
@@ -472,7 +466,7 @@ class EMUMemory(Memory):
         adam = sum(t.numel() * t.element_size() for s in self.optimizer.state.values() for t in s.values()
                    if isinstance(t, torch.Tensor))
         curiosity = int(self.curiosity.nbytes) if self.curiosity is not None else 0
-        return self.index.nbytes + sum(a.nbytes for a in arrays) + networks + adam + curiosity
+        return self.index.settled_nbytes + sum(a.nbytes for a in arrays) + networks + adam + curiosity
 
     def metrics(self) -> dict[str, float]:
         """Entries, bytes, desirable share, trainings, the last training's loss, and the hit rate since the last row."""
@@ -488,15 +482,6 @@ class EMUMemory(Memory):
         if self.curiosity is not None:
             out.update(self.curiosity.metrics())
         return out
-
-
-def _curiosity(config: TrainConfig, *, obs_dim: int, n_agents: int, n_actions: int) -> Any:
-    """The run's curiosity (semzoo.episodic.curiosity), or None when config.curiosity.curiosity is off."""
-    if not config.curiosity.curiosity:
-        return None
-    from semzoo.episodic.curiosity import Curiosity
-
-    return Curiosity.from_config(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions)
 
 
 def _generator_state(rng: np.random.Generator) -> dict[str, Any]:
