@@ -121,6 +121,28 @@ def comparable_rows(run_dir):
             if r["name"] not in TIMING_METRICS]
 
 
+def assert_cli_resume_is_exact(train_cli, out, flags, *, steps: int, stop_at: int, logs: tuple[str, ...] = (),
+                               stopped=None):
+    """`train` straight to ``steps`` and to ``stop_at`` then `--resume` to ``steps``, through ``train_cli(*args)``:
+    the same metric rows (naming each of ``logs``) and the same final checkpoint (memory, learner, buffer, RNG).
+
+    ``stopped(state)`` may check the checkpoint of the stopped run. Returns the straight run's final state.
+    """
+    train_cli(*flags, "--out", str(out), "--steps", str(steps), "--run-name", "straight")
+    train_cli(*flags, "--out", str(out), "--steps", str(stop_at), "--run-name", "split")
+    if stopped is not None:
+        stopped(CheckpointManager(out / "split").load_latest()[1])
+    train_cli("--resume", str(out / "split"), "--steps", str(steps), "--no-tensorboard")
+    rows = comparable_rows(out / "straight")
+    assert all(any(r["name"] == name for r in rows) for name in logs), [n for n in logs if n not in {r["name"] for r in rows}]
+    assert rows == comparable_rows(out / "split")
+    _, a = CheckpointManager(out / "straight").load_latest()
+    _, b = CheckpointManager(out / "split").load_latest()
+    for key in ("memory", "learner", "buffer", "rng"):
+        assert_same(a[key], b[key], key)
+    return a
+
+
 @pytest.mark.parametrize("sequential", [False, True], ids=["overlapped", "sequential"])
 def test_resume_is_bitwise_identical_to_a_straight_run(tmp_path, sequential):
     pytest.importorskip("mpe2")

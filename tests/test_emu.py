@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import NO_ACTOR_FLAGS
-from test_checkpoint import assert_same, comparable_rows
+from test_checkpoint import assert_cli_resume_is_exact, assert_same
 from typer.testing import CliRunner
 
 from semzoo.cli import app
@@ -18,7 +18,6 @@ from semzoo.config import MemoryConfig, TrainConfig
 from semzoo.episodic.emu import VISIT_EPSILON, EMUMemory
 from semzoo.episodic.memory import memory_class
 from semzoo.learners.batch import CleanBatch
-from semzoo.run.checkpoint import CheckpointManager
 from semzoo.run.rundir import read_metrics
 from semzoo.types import EpisodeBatch
 
@@ -281,17 +280,10 @@ def test_emu_trains_in_a_seeds_group(tmp_path):
 
 
 def test_an_emu_run_resumes_exactly(tmp_path):
-    flags = [*FLAGS, *NO_ACTOR_FLAGS, "--algo", "emu-qmix", "--out", str(tmp_path), "--save-interval", "64"]
-    semzoo_train(*flags, "--steps", "400", "--run-name", "straight")
-    semzoo_train(*flags, "--steps", "208", "--run-name", "split")  # trained at 96 and 192, stopped at 208
-    _, stopped = CheckpointManager(tmp_path / "split").load_latest()
-    assert stopped["memory"]["trainings"] == 2
-    semzoo_train("--resume", str(tmp_path / "split"), "--steps", "400", "--no-tensorboard")  # trains at 288, 384
-    straight, split = tmp_path / "straight", tmp_path / "split"
-    rows = comparable_rows(straight)
-    assert any(r["name"] == "emu_embedder_loss" for r in rows) and rows == comparable_rows(split)
-    _, a = CheckpointManager(straight).load_latest()
-    _, b = CheckpointManager(split).load_latest()
-    assert a["memory"]["trainings"] == 4
-    for key in ("memory", "learner", "buffer", "rng"):
-        assert_same(a[key], b[key], key)
+    def trained_twice(state):  # the embedder trained at 96 and 192, the run stopped at 208
+        assert state["memory"]["trainings"] == 2
+
+    flags = [*FLAGS, *NO_ACTOR_FLAGS, "--algo", "emu-qmix", "--save-interval", "64"]
+    a = assert_cli_resume_is_exact(semzoo_train, tmp_path, flags, steps=400, stop_at=208, logs=("emu_embedder_loss",),
+                                   stopped=trained_twice)
+    assert a["memory"]["trainings"] == 4  # and at 288 and 384, after the resume

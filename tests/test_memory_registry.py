@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import NO_ACTOR, NO_ACTOR_FLAGS, plugin_process_env
-from test_checkpoint import assert_same, comparable_rows
+from test_checkpoint import assert_cli_resume_is_exact
 from test_memory_learner import make_batch, make_learner
 from typer.testing import CliRunner
 
@@ -22,7 +22,6 @@ from semzoo.config import ExplorationConfig, LearnerConfig, TrainConfig
 from semzoo.episodic import memory as registry
 from semzoo.episodic.memory import Memory, memory_class, memory_names, register_memory
 from semzoo.episodic.tables import SAEMTable, SEMTable
-from semzoo.run.checkpoint import CheckpointManager
 from semzoo.run.multi import train_seeds
 from semzoo.run.rundir import read_metrics
 from semzoo.run.trainer import Trainer
@@ -172,7 +171,7 @@ def test_a_user_memory_trains_by_id_from_the_cli_and_resumes_exactly(tmp_path):
     listing = subprocess.run([*cli, "algos"], capture_output=True, text=True, env=env, timeout=120)
     assert listing.returncode == 0, listing.stderr
     assert "best-" in listing.stdout and "toy plugin" in listing.stdout
-    flags = ["--env", "matrix:two_step", "--algo", "best-qmix", "--n-envs", "8", "--out", str(tmp_path),
+    flags = ["--env", "matrix:two_step", "--algo", "best-qmix", "--n-envs", "8",
              "--device", "cpu", "--log-interval", "64", "--test-interval", "96", "--test-episodes", "8",
              "--save-interval", "64", "--batch-size", "16", "--buffer-size", "64", "--target-update-episodes", "20",
              "--no-tensorboard", *NO_ACTOR_FLAGS]
@@ -181,16 +180,7 @@ def test_a_user_memory_trains_by_id_from_the_cli_and_resumes_exactly(tmp_path):
         done = subprocess.run([*cli, "train", *args], capture_output=True, text=True, env=env, timeout=300)
         assert done.returncode == 0, done.stderr
 
-    semzoo_cli(*flags, "--steps", "300", "--run-name", "straight")
-    semzoo_cli(*flags, "--steps", "150", "--run-name", "split")
-    semzoo_cli("--resume", str(tmp_path / "split"), "--steps", "300", "--no-tensorboard")
-    straight, split = tmp_path / "straight", tmp_path / "split"
-    rows = comparable_rows(straight)
-    assert any(r["name"] == "memory_target_syncs" for r in rows) and any(r["name"] == "loss_em" for r in rows)
-    assert rows == comparable_rows(split)
-    _, a = CheckpointManager(straight).load_latest()
-    _, b = CheckpointManager(split).load_latest()
+    a = assert_cli_resume_is_exact(semzoo_cli, tmp_path, flags, steps=300, stop_at=150,
+                                   logs=("memory_target_syncs", "loss_em"))
     assert a["counters"]["env_steps"] >= 300 and a["memory"]["updates"] == a["counters"]["updates"] > 0
-    for key in ("memory", "learner", "buffer", "rng"):
-        assert_same(a[key], b[key], key)
 
