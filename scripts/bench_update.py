@@ -3,24 +3,30 @@
 Fills a replay buffer by training briefly, then times, on the same sampled batches and alternating
 batch by batch (each round in another order) so that a busy machine slows every part alike:
 
-- the whole update (``learner.train``), for a plain algorithm and its ``sem-`` variant, so memory's
-  share of an update is measured (the issue's bound: under 5 %);
-- its parts: the online agent network forward + backward, the target agent network's forward, the
-  episodic table lookup as the update runs it (``QLearner.table_lookup``, the memory's ``lookup_batch``, on the state keys
-  the replay buffer kept); "rest" is the mixer, loss, masks, clipping and the optimiser;
+- the whole update (``learner.train``), for a plain algorithm and its ``<memory>-`` variant of each memory asked
+  for (``--memories``, default every registered one: SEM, SAEM, EMC, EMU), so each memory's share of an update is
+  measured (SEM's bound: under 5 %);
+- its parts: the online agent network forward + backward, the target agent network's forward, each memory's
+  phase 1 as the update runs it (``QLearner.table_lookup``, the memory's ``lookup_batch``: SEM's table probe on the
+  state keys the replay buffer kept; EMC's and EMU's tolerance lookup plus their curiosity networks' own training
+  step); "rest" is the mixer, loss, masks, clipping and the optimiser;
 - the floor: the GRU's arithmetic per update (online forward + backward = 3 forwards, target 1
   forward) over the GFLOP/s that ``nn.GRU`` reaches on this machine at the update's shapes, timed
   alone. An update cannot go below that without fewer FLOPs or a faster GEMM.
 
-Medians and ranges over the rounds; memory's share (sem- update / plain update - 1, and lookup / sem-
-update) is taken round by round, so both sides of a ratio saw the same load.
+Medians and ranges over the rounds; a memory's share (<memory>- update / plain update - 1, and its phase 1 /
+its update) is taken round by round, so both sides of a ratio saw the same load. The memories' work outside
+the update (writes when episodes are stored, EMU's embedder retraining every 10k env steps) is not in these
+figures: scripts/bench_memory.py times it.
 
     python scripts/bench_update.py --env smax:3m --algo qmix --batches 30
+    python scripts/bench_update.py --memories sem,emc --batches 10 --rounds 4
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import time
@@ -29,6 +35,7 @@ from collections.abc import Callable
 import torch
 
 from semzoo.config import TrainConfig
+from semzoo.episodic.memory import memory_names
 from semzoo.learners.batch import CleanBatch
 from semzoo.run.trainer import Trainer
 from semzoo.types import EpisodeBatch
@@ -85,18 +92,26 @@ def quartiles(values: list[float], scale: float = 1.0) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="smax:3m")
-    parser.add_argument("--algo", default="qmix", help="the plain algorithm; its sem- variant is timed beside it")
+    parser.add_argument("--algo", default="qmix", help="the plain algorithm; its <memory>- variants are timed beside it")
+    parser.add_argument("--memories", default=",".join(memory_names()),
+                        help="comma-separated registered memories whose variants are timed (default: all)")
     parser.add_argument("--fill-steps", type=int, default=8000, help="env steps of training before timing")
     parser.add_argument("--batches", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=10, help="alternating rounds: medians and ranges over them")
     args = parser.parse_args()
     torch.set_num_threads(1)
 
+    memories = [m.strip() for m in args.memories.split(",") if m.strip()]
+    unknown = [m for m in memories if m not in memory_names()]
+    if not memories or unknown:
+        parser.error(f"--memories {args.memories!r}: expected registered memories from {', '.join(memory_names())}")
     plain = trained(args.env, args.algo, args.fill_steps, seed=0)
-    sem = trained(args.env, f"sem-{args.algo}", args.fill_steps, seed=0)
+    with_memory = {m: trained(args.env, f"{m}-{args.algo}", args.fill_steps, seed=0) for m in memories}
     generator = torch.Generator().manual_seed(1)
-    batches = [sem.buffer.sample(plain.config.learner.batch_size, generator) for _ in range(args.batches)]
-    learner, memory = plain.learner, sem.learner
+    # sampled from a buffer that caches state keys when one does (SEM, SAEM): every memory gets what it reads
+    source = next((t for t in with_memory.values() if t.buffer.state_key_words), plain)
+    batches = [source.buffer.sample(plain.config.learner.batch_size, generator) for _ in range(args.batches)]
+    learner = plain.learner
     hidden = plain.config.agent.hidden_dim
 
     def agent_fwd_bwd(batch: EpisodeBatch) -> None:
@@ -108,9 +123,18 @@ def main() -> None:
 
     cleans = {id(batch): CleanBatch.from_batch(batch) for batch in batches}  # made by every update alike
 
-    def lookup(batch: EpisodeBatch) -> None:
-        assert memory.memory is not None
-        memory.table_lookup(cleans[id(batch)], batch.state_keys)
+    def phase1(trainer: Trainer) -> Callable[[EpisodeBatch], object]:
+        def run(batch: EpisodeBatch) -> object:
+            keys = batch.state_keys if trainer.buffer.state_key_words else None
+            return trainer.learner.table_lookup(cleans[id(batch)], keys)
+        return run
+
+    def update(trainer: Trainer) -> Callable[[EpisodeBatch], object]:
+        def run(batch: EpisodeBatch) -> object:
+            if not trainer.buffer.state_key_words:  # a memory that caches no key gets the batch it would sample
+                batch = dataclasses.replace(batch, state_keys=None)
+            return trainer.learner.train(batch)
+        return run
 
     gru = torch.nn.GRU(hidden, hidden, batch_first=True)
 
@@ -119,8 +143,11 @@ def main() -> None:
         x = torch.randn(b * a, t1, hidden, requires_grad=True)
         gru(x)[0].sum().backward()
 
-    parts = {"update (plain)": learner.train, "update (sem-)": memory.train, "agent fwd+bwd": agent_fwd_bwd,
-             "target agent fwd": target_fwd, "episodic lookup": lookup, "nn.GRU fwd+bwd alone": gru_alone}
+    parts: dict[str, Callable[[EpisodeBatch], object]] = {"update (plain)": learner.train}
+    parts.update({f"update ({m}-)": update(t) for m, t in with_memory.items()})
+    parts.update({"agent fwd+bwd": agent_fwd_bwd, "target agent fwd": target_fwd})
+    parts.update({f"{m} phase 1 (lookup)": phase1(t) for m, t in with_memory.items()})
+    parts["nn.GRU fwd+bwd alone"] = gru_alone
     calls = alternate(parts, batches, args.rounds)
     ms = {name: per_round(values, len(batches)) for name, values in calls.items()}
     median = {name: statistics.median(values) for name, values in ms.items()}
@@ -130,7 +157,7 @@ def main() -> None:
     mean_t = sum(b.max_t for b in batches) / len(batches)
     mean_len = sum(float(b.length.float().mean()) for b in batches) / len(batches)
 
-    print(f"{args.env}, {args.algo} and sem-{args.algo}, batch {plain.config.learner.batch_size} episodes, "
+    print(f"{args.env}, {args.algo} and {', '.join(f'{m}-{args.algo}' for m in memories)}, batch {plain.config.learner.batch_size} episodes, "
           f"GRU {hidden}, 1 torch thread, {args.rounds} rounds of {args.batches} batches; "
           f"load average {os.getloadavg()[0]:.2f} at the end")
     print(f"sampled batches: padded to {mean_t:.1f} steps on average, episodes {mean_len:.1f} steps long")
@@ -141,14 +168,16 @@ def main() -> None:
         share = "" if "alone" in name else \
             f"  {100 * statistics.median(values) / median['update (plain)']:5.1f} % of the plain update"
         print(f"  {name:26s} {spread(values)}{share}")
-    extra = [s / p - 1 for s, p in zip(ms["update (sem-)"], plain_ms)]
-    lookup_share = [lk / s for lk, s in zip(ms["episodic lookup"], ms["update (sem-)"])]
-    print(f"memory's share (bound: under 5 %), round by round: sem- update / plain update - 1 = {spread(extra, 100)} %; "
-          f"lookup / sem- update = {spread(lookup_share, 100)} %")
-    paired = [s / p - 1 for s, p in zip(calls["update (sem-)"], calls["update (plain)"])]
-    lookup_paired = [lk / s for lk, s in zip(calls["episodic lookup"], calls["update (sem-)"])]
-    print(f"  batch by batch (the two updates of a batch back to back), median [quartiles]: sem- / plain - 1 = "
-          f"{quartiles(paired, 100)} %; lookup / sem- update = {quartiles(lookup_paired, 100)} %")
+    print("each memory's share of an update (SEM's bound: under 5 %), round by round, median (range) and batch by "
+          "batch (the updates of a batch back to back), median [quartiles]:")
+    for m in memories:
+        mine, look = f"update ({m}-)", f"{m} phase 1 (lookup)"
+        extra = [s / p - 1 for s, p in zip(ms[mine], plain_ms)]
+        lookup_share = [lk / s for lk, s in zip(ms[look], ms[mine])]
+        paired = [s / p - 1 for s, p in zip(calls[mine], calls["update (plain)"])]
+        lookup_paired = [lk / s for lk, s in zip(calls[look], calls[mine])]
+        print(f"  {m:5s} {m}- / plain - 1 = {spread(extra, 100)} % | {quartiles(paired, 100)} %; "
+              f"phase 1 / {m}- update = {spread(lookup_share, 100)} % | {quartiles(lookup_paired, 100)} %")
     print(f"floor: GRU {4 * flops_fwd / 1e6:.0f} MFLOP per update at {gru_gflops:.1f} GFLOP/s (nn.GRU alone) "
           f"= {floor_ms:.1f} ms; the plain update is {median['update (plain)'] / floor_ms:.2f}x the floor")
 

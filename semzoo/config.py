@@ -204,6 +204,9 @@ class EMUConfig:
     """Env steps between two refreshes of the keys' per-dimension mean and std (the z-normalisation of the box)."""
     emu_incentive: bool = True
     """Add EMU's episodic incentive to the TD target (off: curiosity and the memory's writes only, for ablations)."""
+    emu_desirable_return: float | None = ranged(None, Range(), "EMU's code marks won episodes instead")
+    """Return (undiscounted) from which an episode is desirable where the env reports no wins (matrix games, MPE);
+    unset: an episode whose return reaches the best return seen so far. A won episode is always desirable (EMU)."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -14,6 +14,7 @@ The hooks, in the order a run calls them (shapes: B episodes, T steps, D state-k
     state_key_words, slot_state_keys(batch) -> [B,T+1,D]     the keys of stored steps, computed once when an
                                                              episode is stored; the replay buffer keeps them
                                                              beside the state (EpisodeBatch.state_keys)
+    on_wins(won_B)                                           which of the episodes about to be stored were won
     on_store(batch, slot_state_keys)                         an iteration's episodes were stored
     lookup_batch(clean, state_keys_BSD) -> lookup            phase 1 of an update: numpy allowed, no gradient
                                                              through the learner's networks (a memory's own
@@ -57,8 +58,8 @@ if TYPE_CHECKING:
 
 NO_MEMORY = "none"
 """The memory of a plain id (``qmix``): a name no memory can take."""
-_BUILTIN = ("semzoo.episodic.tables",)
-"""Modules whose import registers the built-in memories (SEM, SAEM)."""
+_BUILTIN = ("semzoo.episodic.tables", "semzoo.episodic.emc", "semzoo.episodic.emu")
+"""Modules whose import registers the built-in memories (SEM, SAEM, EMC, EMU)."""
 
 
 class Memory(ABC):
@@ -107,6 +108,13 @@ class Memory(ABC):
         return None
 
     # ----- the schedule ----------------------------------------------------------------------------------
+    def on_wins(self, won_B: np.ndarray | None) -> None:
+        """Which episodes of the batch stored next were won (bool [B]), None where the env reports no wins.
+
+        Called right before ``on_store`` of that batch (EMU: a won episode is desirable).
+        """
+        return None  # nothing by default
+
     def on_store(self, batch: EpisodeBatch, slot_state_keys: np.ndarray | None) -> None:
         """``batch`` (collected episodes, [B,T] steps) was stored; ``slot_state_keys`` is its ``slot_state_keys``."""
         return None  # nothing by default

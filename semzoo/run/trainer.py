@@ -424,6 +424,7 @@ class Trainer:
         else:
             self.buffer.insert(dataclasses.replace(batch, state_keys=torch.from_numpy(state_keys.view(np.int32))))
         if memory is not None:
+            memory.on_wins(stats.battle_won)  # EMU: a won episode is desirable
             memory.on_store(batch, state_keys)  # SEM: R_t of each real step; Q^S is written once M holds |M| steps
         c.env_steps += int(stats.lengths.sum())
         c.episodes += batch.batch_size
