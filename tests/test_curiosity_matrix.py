@@ -31,11 +31,11 @@ def table_rows(output: str) -> list[list[str]]:
 
 
 def test_main_prints_one_row_per_algorithm_with_each_seeds_greedy_return(capsys: pytest.CaptureFixture[str]) -> None:
-    load_script().main(["--algos", "qmix,vdn", *TINY])
+    load_script().main(["--algos", "qmix,emu-qmix", *TINY])
     output = capsys.readouterr().out
     assert "| algorithm | greedy return per seed | reach 6 | mean |" in output  # m + 3 = 6
     rows = table_rows(output)
-    assert [row[0] for row in rows] == ["qmix", "vdn"]
+    assert [row[0] for row in rows] == ["qmix", "emu-qmix"]
     for _, per_seed, reached, mean, branches, seconds in rows:
         returns = [float(r) for r in per_seed.split()]
         assert len(returns) == 2 and all(0 <= r <= 6 for r in returns)
@@ -47,9 +47,9 @@ def test_main_prints_one_row_per_algorithm_with_each_seeds_greedy_return(capsys:
 
 
 def test_grid_gives_one_row_per_value(capsys: pytest.CaptureFixture[str]) -> None:
-    load_script().main(["--algos", "sem-qmix", "--grid", "memory.lam=0,0.5", *TINY, "--set", "memory.pending_size=16"])
+    load_script().main(["--algos", "emc-qmix", "--grid", "curiosity.curiosity_scale=0.001,1", *TINY])
     rows = table_rows(capsys.readouterr().out)
-    assert [row[0] for row in rows] == ["sem-qmix lam=0", "sem-qmix lam=0.5"]
+    assert [row[0] for row in rows] == ["emc-qmix curiosity_scale=0.001", "emc-qmix curiosity_scale=1"]
 
 
 @pytest.mark.parametrize("bad", [["--set", "curiosity.no_such_field=1"], ["--set", "learner.lr"],
