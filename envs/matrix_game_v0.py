@@ -1,11 +1,14 @@
 """Cooperative matrix games as PettingZoo ParallelEnvs: every agent receives the same payoff.
 
 One-step games (``climbing``, ``penalty``, ``qtran``, ``additive``, ``custom``) last one step;
-``two_step`` is the two-step game of the QMIX paper (Rashid et al. 2018, Fig. 3).
+``two_step`` is the two-step game of the QMIX paper (Rashid et al. 2018, Fig. 3); ``m_step`` is the
+m-step game of the MAVEN paper (Mahajan et al. 2019, sec. 5), a sparse exploration test of up to m steps.
 Payoff tables are indexed ``payoff[a_0, a_1, ...]``: rows are agent 0's actions, columns agent 1's.
 
 Observation and global state are the same one-hot vector of the game's current state, with a last
 slot for "episode over": ``[start, end]`` for one-step games, ``[1, 2A, 2B, end]`` for ``two_step``.
+``m_step`` has two one-hots side by side, as in MAVEN's code: the step ``[0, 1, ..., m - 1, end]`` and the
+branch ``[(0,0), (0,1), (1,0), (1,1)]`` the first joint action chose (all zero before it).
 The games are deterministic: ``reset(seed=...)`` is accepted for API compatibility and changes nothing.
 Each agent's observation is ``{"observation", "action_mask"}``, or with ``obs_format="box"`` the flat
 observation alone with the mask in ``infos[agent]["action_mask"]`` (SuperSuit's Box-only wrappers take that).
@@ -35,6 +38,17 @@ TWO_STEP_PAYOFF_2B = ((0.0, 1.0), (1.0, 8.0))
 ONE_STEP_STATES = ("start", "end")
 TWO_STEP_STATES = ("1", "2A", "2B", "end")
 TWO_STEP_BRANCHES = ("2A", "2B")  # agent 0's first action indexes this; payoff[b] is the table of branch b
+# m_step (MAVEN, Mahajan et al. 2019, sec. 5; the rewards of its code, nstep_matrix_game.py with good_branches=2):
+# the first joint action of 2 agents x 2 actions picks a branch; on the branches (0,0) and (1,1) each step that
+# repeats the branch's joint action pays 1 and the episode goes on, any other joint action pays 0 and ends it; the
+# branches (0,1) and (1,0) end at once with 0. The last step of branch (0,0) pays M_STEP_FINAL_PAYOFF instead, for
+# any joint action. Best return m + 3: (0,0) for m - 1 steps, then (1,1); every other full episode returns m.
+M_STEP_CHAIN_REWARD = 1.0
+M_STEP_PAYING_BRANCHES = ((0, 0), (1, 1))
+M_STEP_FINAL_PAYOFF = ((1.0, 1.0), (1.0, 4.0))
+M_STEP_JOINT_ACTIONS = ((0, 0), (0, 1), (1, 0), (1, 1))  # the branch one-hot's order
+DEFAULT_M = 10
+"""MAVEN plots the m-step game at m = 10."""
 
 GAME_DESCRIPTIONS: dict[str, str] = {
     "climbing": "3x3 climbing game: optimum 11 guarded by -30 miscoordination penalties",
@@ -42,6 +56,8 @@ GAME_DESCRIPTIONS: dict[str, str] = {
     "qtran": "3x3 QTRAN game: optimum 8, every other joint action at most 0",
     "additive": "3x3 game whose payoff is a sum of per-agent terms; unique off-diagonal optimum 10",
     "two_step": "QMIX paper two-step game: agent 0 picks state 2A (always 7) or 2B (optimum 8)",
+    "m_step": "MAVEN paper m-step game (env arg m, default 10): repeat (0,0) or (1,1) or the episode ends; "
+              "m + 3 for (0,0) m - 1 times then (1,1), m otherwise",
     "custom": "any payoff array given as payoff=, one axis per agent (n >= 2 agents)",
 }
 GAMES: tuple[str, ...] = tuple(GAME_DESCRIPTIONS)
@@ -52,11 +68,12 @@ def parallel_env(
     *,
     payoff: Any = None,
     k: float = DEFAULT_PENALTY_K,
+    m: int = DEFAULT_M,
     render_mode: str | None = None,
     obs_format: str = "dict",
 ) -> MatrixGameEnv:
     """Build a cooperative matrix game as a PettingZoo ParallelEnv (see ``GAMES``; ``obs_format`` "dict" or "box")."""
-    return MatrixGameEnv(game, payoff=payoff, k=k, render_mode=render_mode, obs_format=obs_format)
+    return MatrixGameEnv(game, payoff=payoff, k=k, m=m, render_mode=render_mode, obs_format=obs_format)
 
 
 def env(
@@ -64,11 +81,12 @@ def env(
     *,
     payoff: Any = None,
     k: float = DEFAULT_PENALTY_K,
+    m: int = DEFAULT_M,
     render_mode: str | None = None,
     obs_format: str = "dict",
 ) -> Any:
     """The same game as an AEC env (PettingZoo's ``parallel_to_aec`` conversion)."""
-    return parallel_to_aec(parallel_env(game, payoff=payoff, k=k, render_mode=render_mode, obs_format=obs_format))
+    return parallel_to_aec(parallel_env(game, payoff=payoff, k=k, m=m, render_mode=render_mode, obs_format=obs_format))
 
 
 def _validated_payoff(payoff: Any) -> np.ndarray:
@@ -104,9 +122,11 @@ class MatrixGameEnv(ParallelEnv):
     """A cooperative matrix game (or the two-step game): n agents act at once, all get the payoff.
 
     Per agent i: observation {"observation": float32 [S], "action_mask": int8 [n_actions[i]]} (``obs_format="box"``:
-    float32 [S], the mask in ``infos[agent]["action_mask"]``), action Discrete(n_actions[i]); global state float32 [S]; S = number of game states + 1 (end).
+    float32 [S], the mask in ``infos[agent]["action_mask"]``), action Discrete(n_actions[i]); global state float32 [S]; S = number of game states + 1 (end)
+    (``m_step``: m + 1 step slots + 4 branch slots).
     Attributes: ``payoff`` float64 [n_actions...] (``two_step``: [2, 2, 2], ``payoff[0]`` is the
-    table of state 2A, ``payoff[1]`` of 2B), ``episode_limit``, ``optimal_return``, ``n_actions``.
+    table of state 2A, ``payoff[1]`` of 2B; ``m_step``: [2, 2], the last step's table on branch (0,0)),
+    ``episode_limit``, ``optimal_return``, ``n_actions``.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["human"], "name": "matrix_game_v0", "is_parallelizable": True}
@@ -117,6 +137,7 @@ class MatrixGameEnv(ParallelEnv):
         *,
         payoff: Any = None,
         k: float = DEFAULT_PENALTY_K,
+        m: int = DEFAULT_M,
         render_mode: str | None = None,
         obs_format: str = "dict",
     ) -> None:
@@ -137,6 +158,12 @@ class MatrixGameEnv(ParallelEnv):
             raise ValueError(
                 f"k={k!r} was given with game {game!r}; k only applies to game 'penalty'; drop k="
             )
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 2:
+            raise ValueError(
+                f"m={m!r} is not an int >= 2; expected the m-step game's length, e.g. m=10 (MAVEN's); pass an int >= 2"
+            )
+        if game != "m_step" and m != DEFAULT_M:
+            raise ValueError(f"m={m!r} was given with game {game!r}; m only applies to game 'm_step'; drop m=")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise ValueError(
                 f"render_mode={render_mode!r} is not supported; expected None or 'human'; pass one of those"
@@ -146,11 +173,17 @@ class MatrixGameEnv(ParallelEnv):
         self.obs_format = obs_format
         self.render_mode = render_mode
         self.payoff = self._payoff_for(game, payoff, float(k))
-        self.episode_limit = 2 if game == "two_step" else 1
+        self.episode_limit = {"two_step": 2, "m_step": int(m)}.get(game, 1)
+        branch_slots = 0
         if game == "two_step":
             self.n_actions: tuple[int, ...] = self.payoff.shape[1:]
             self.optimal_return = TWO_STEP_FIRST_REWARD + float(self.payoff.max())
             self.state_names: tuple[str, ...] = TWO_STEP_STATES
+        elif game == "m_step":
+            self.n_actions = self.payoff.shape
+            self.optimal_return = M_STEP_CHAIN_REWARD * (self.episode_limit - 1) + float(self.payoff.max())
+            self.state_names = (*(str(t) for t in range(self.episode_limit)), "end")
+            branch_slots = len(M_STEP_JOINT_ACTIONS)
         else:
             self.n_actions = self.payoff.shape
             self.optimal_return = float(self.payoff.max())
@@ -158,7 +191,7 @@ class MatrixGameEnv(ParallelEnv):
 
         self.possible_agents = [f"agent_{i}" for i in range(len(self.n_actions))]
         self.agents: list[str] = []
-        state_dim = len(self.state_names)
+        state_dim = len(self.state_names) + branch_slots
         # Cached once so that every call returns the same space object (PettingZoo API requirement).
         self.state_space = gymnasium.spaces.Box(0.0, 1.0, shape=(state_dim,), dtype=np.float32)
         obs_box = gymnasium.spaces.Box(0.0, 1.0, shape=(state_dim,), dtype=np.float32)
@@ -172,6 +205,7 @@ class MatrixGameEnv(ParallelEnv):
             agent: gymnasium.spaces.Discrete(n) for agent, n in zip(self.possible_agents, self.n_actions)
         }
         self._state_index: int | None = None
+        self._branch: int | None = None  # m_step: index into M_STEP_JOINT_ACTIONS once the first joint action is taken
         self._last_actions: tuple[int, ...] | None = None
         self._last_reward: float | None = None
 
@@ -191,6 +225,8 @@ class MatrixGameEnv(ParallelEnv):
             table = np.array([[10.0, 0.0, k], [0.0, 2.0, 0.0], [k, 0.0, 10.0]])
         elif game == "qtran":
             table = np.array(QTRAN_PAYOFF)
+        elif game == "m_step":
+            table = np.array(M_STEP_FINAL_PAYOFF)
         elif game == "additive":
             utility_0, utility_1 = (np.array(u) for u in ADDITIVE_UTILITIES)
             table = utility_0[:, None] + utility_1[None, :]
@@ -206,11 +242,13 @@ class MatrixGameEnv(ParallelEnv):
         return self.action_spaces[agent]
 
     def state(self) -> np.ndarray:
-        """Global state: one-hot float32 [S] over ``state_names``."""
+        """Global state: one-hot float32 [S] over ``state_names`` (``m_step``: then the branch's one-hot)."""
         if self._state_index is None:
             raise RuntimeError("state() was called before reset(); call reset() first")
-        state_S = np.zeros(len(self.state_names), dtype=np.float32)
+        state_S = np.zeros(self.state_space.shape, dtype=np.float32)
         state_S[self._state_index] = 1.0
+        if self._branch is not None:
+            state_S[len(self.state_names) + self._branch] = 1.0
         return state_S
 
     def _observations(self, agents: list[str]) -> dict[str, Any]:
@@ -231,6 +269,7 @@ class MatrixGameEnv(ParallelEnv):
     ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         self.agents = list(self.possible_agents)
         self._state_index = 0
+        self._branch = None
         self._last_actions = None
         self._last_reward = None
         if self.render_mode == "human":
@@ -262,7 +301,9 @@ class MatrixGameEnv(ParallelEnv):
         joint = tuple(int(actions[agent]) for agent in self.possible_agents)
         assert self._state_index is not None  # set by reset(); self.agents is empty before it
 
-        if self.game == "two_step" and self.state_names[self._state_index] == "1":
+        if self.game == "m_step":
+            reward, done = self._m_step_transition(joint)
+        elif self.game == "two_step" and self.state_names[self._state_index] == "1":
             reward = TWO_STEP_FIRST_REWARD
             self._state_index = self.state_names.index(TWO_STEP_BRANCHES[joint[0]])
             done = False
@@ -288,6 +329,25 @@ class MatrixGameEnv(ParallelEnv):
             self.render()
         return observations, rewards, terminations, truncations, infos
 
+    def _m_step_transition(self, joint: tuple[int, ...]) -> tuple[float, bool]:
+        """(reward, episode over) of ``joint`` in the m-step game; moves the state on."""
+        assert self._state_index is not None
+        step = self._state_index  # state_names[t] is step t for t < m
+        if step == 0:
+            self._branch = M_STEP_JOINT_ACTIONS.index(joint)
+        assert self._branch is not None
+        branch = M_STEP_JOINT_ACTIONS[self._branch]
+        last_step = step == self.episode_limit - 1
+        if last_step and branch == M_STEP_PAYING_BRANCHES[0]:
+            reward = float(self.payoff[joint])  # the bonus of the (0,0) branch: any joint action pays, (1,1) most
+        elif branch in M_STEP_PAYING_BRANCHES and joint == branch:
+            reward = M_STEP_CHAIN_REWARD
+        else:
+            reward = 0.0
+        done = last_step or reward == 0.0
+        self._state_index = self.state_names.index("end") if done else step + 1
+        return reward, done
+
     def render(self) -> None:
         """Print the payoff table, the current state and the last joint action (mode "human")."""
         if self.render_mode is None:
@@ -296,6 +356,8 @@ class MatrixGameEnv(ParallelEnv):
         state = "-" if self._state_index is None else self.state_names[self._state_index]
         print(f"{self.game} payoff (rows agent_0, columns agent_1):")
         print(np.array2string(self.payoff, precision=2, suppress_small=True))
+        if self._branch is not None:
+            state += f" branch {M_STEP_JOINT_ACTIONS[self._branch]}"
         print(f"state {state}  last joint action {self._last_actions}  reward {self._last_reward}")
 
     def close(self) -> None:

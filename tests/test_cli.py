@@ -64,7 +64,7 @@ def test_bad_input_is_a_one_line_error_without_traceback(tmp_path, args, needle)
 def test_envs_lists_matrix_games():
     result = invoke("envs")
     assert result.exit_code == 0
-    for game in ("climbing", "penalty", "qtran", "additive", "two_step"):
+    for game in ("climbing", "penalty", "qtran", "additive", "two_step", "m_step"):
         assert f"matrix:{game}" in result.output
 
 

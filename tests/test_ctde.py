@@ -116,6 +116,22 @@ def test_vec_env_implements_the_protocol_with_fixed_shapes():
     vec.close()
 
 
+@pytest.mark.parametrize("async_", [False, True], ids=["sync", "async"])
+def test_vec_env_steps_on_while_one_episode_has_ended_and_another_goes_on(async_):
+    # m-step game, m = 3: (0,1) ends env 0's episode at once with 0; (0,0) keeps env 1's going for 3 steps.
+    vec = CTDEVecEnv([lambda: make_env("matrix:m_step", m=3)] * 2, async_=async_)
+    vec.reset(seed=0)
+    ends, rewards = [], []
+    for joint_0 in ([0, 1], [0, 0], [0, 0]):
+        _, reward, term, trunc, _ = vec.step(np.array([joint_0, [0, 0]]))
+        ends.append(term.tolist())
+        rewards.append(reward.tolist())
+        assert not trunc.any()
+    vec.close()
+    assert ends == [[True, False], [True, False], [True, True]]  # an ended episode stays ended
+    assert rewards == [[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]]  # the (0,0) branch's last step pays 1 for (0,0)
+
+
 def test_mpe_simple_spread_through_pz_id():
     pytest.importorskip("mpe2")
     env = make_env("pz:mpe2.simple_spread_v3:parallel_env", max_cycles=5)

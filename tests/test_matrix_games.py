@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import warnings
 
 import numpy as np
@@ -21,6 +22,7 @@ CASES = {
     "qtran": dict(game="qtran"),
     "additive": dict(game="additive"),
     "two_step": dict(game="two_step"),
+    "m_step_4": dict(game="m_step", m=4),
     "custom_2_agents": dict(game="custom", payoff=[[1, 0], [0, 1], [2, -3]]),
     "custom_3_agents_unequal_actions": dict(game="custom", payoff=THREE_AGENT_PAYOFF),
 }
@@ -91,8 +93,12 @@ def test_state_and_observations_stay_in_their_spaces_every_step(case: str) -> No
             obs, _, terminations, truncations, _ = env.step(random_legal_actions(env, obs, rng))
             assert env.state_space.contains(env.state())
             assert not any(truncations.values())
-            last_step = step == env.episode_limit
-            assert terminations == dict.fromkeys(env.possible_agents, last_step)
+            ended = not env.agents
+            assert terminations == dict.fromkeys(env.possible_agents, ended)
+            if env.game != "m_step":  # the m-step game ends early on a miss; the others last episode_limit steps
+                assert ended == (step == env.episode_limit)
+            if ended:
+                break
         assert env.agents == []
 
 
@@ -134,8 +140,9 @@ def test_payoffs_match_the_literature() -> None:
     )
     np.testing.assert_array_equal(parallel_env("qtran").payoff, [[8, -12, -12], [-12, 0, 0], [-12, 0, 0]])
     np.testing.assert_array_equal(parallel_env("two_step").payoff, [[[7, 7], [7, 7]], [[0, 1], [1, 8]]])
-    games = ("climbing", "penalty", "qtran", "two_step")
-    assert [parallel_env(g).optimal_return for g in games] == [11, 10, 8, 8]
+    np.testing.assert_array_equal(parallel_env("m_step").payoff, [[1, 1], [1, 4]])  # MAVEN's last step on (0,0)
+    games = ("climbing", "penalty", "qtran", "two_step", "m_step")
+    assert [parallel_env(g).optimal_return for g in games] == [11, 10, 8, 8, 13]  # m_step: m + 3, MAVEN's m = 10
 
 
 def test_additive_payoff_is_a_sum_of_agent_terms_with_unique_off_diagonal_optimum() -> None:
@@ -185,6 +192,64 @@ def test_two_step_agent_0_first_action_picks_the_second_state(agent_1_first_acti
             assert rewards == {"agent_0": expected, "agent_1": expected}
             assert all(terminations.values())
             np.testing.assert_array_equal(env.state(), end)
+
+
+def m_step_return(m: int, sequence: list[tuple[int, int]]) -> float:
+    return play_episode(parallel_env("m_step", m=m), sequence)
+
+
+@pytest.mark.parametrize("m", [2, 3, 10])
+def test_m_step_pays_m_plus_3_only_for_00_to_the_end_then_11(m: int) -> None:
+    chain_00, chain_11 = [(0, 0)] * (m - 1), [(1, 1)] * (m - 1)
+    assert m_step_return(m, [*chain_00, (1, 1)]) == m + 3 == parallel_env("m_step", m=m).optimal_return
+    for last in [(0, 0), (0, 1), (1, 0)]:  # the last step of branch (0,0) pays 1 for any other joint action
+        assert m_step_return(m, [*chain_00, last]) == m
+    assert m_step_return(m, [*chain_11, (1, 1)]) == m  # branch (1,1) pays 1 a step, no bonus
+    assert m_step_return(m, [*chain_11, (0, 0)]) == m - 1
+
+
+@pytest.mark.parametrize("first", [(0, 1), (1, 0)])
+def test_m_step_branches_01_and_10_end_at_once_with_nothing(first: tuple[int, int]) -> None:
+    env = parallel_env("m_step")
+    env.reset()
+    _, rewards, terminations, _, _ = env.step(dict(zip(env.agents, first)))
+    assert rewards == {"agent_0": 0.0, "agent_1": 0.0} and all(terminations.values()) and env.agents == []
+
+
+def test_m_step_miss_ends_the_episode_with_zero_at_that_step() -> None:
+    env = parallel_env("m_step", m=5)
+    env.reset()
+    for joint, reward, over in [((0, 0), 1.0, False), ((0, 0), 1.0, False), ((1, 1), 0.0, True)]:
+        _, rewards, terminations, _, _ = env.step(dict(zip(env.agents, joint)))
+        assert rewards["agent_0"] == reward and all(terminations.values()) == over
+
+
+def test_m_step_state_is_the_step_and_the_branch_one_hot() -> None:
+    m = 3
+    env = parallel_env("m_step", m=m)
+    step_slots = np.eye(m + 1, dtype=np.float32)  # steps 0..m-1, then "end"
+    branch_slots = np.eye(4, dtype=np.float32)  # (0,0), (0,1), (1,0), (1,1)
+    no_branch = np.zeros(4, np.float32)
+    obs, _ = env.reset()
+    np.testing.assert_array_equal(env.state(), np.concatenate([step_slots[0], no_branch]))
+    np.testing.assert_array_equal(obs["agent_1"]["observation"], env.state())
+    env.step({"agent_0": 1, "agent_1": 1})
+    np.testing.assert_array_equal(env.state(), np.concatenate([step_slots[1], branch_slots[3]]))
+    env.step({"agent_0": 1, "agent_1": 1})
+    env.step({"agent_0": 1, "agent_1": 1})
+    np.testing.assert_array_equal(env.state(), np.concatenate([step_slots[m], branch_slots[3]]))
+    assert env.state_space.shape == (m + 1 + 4,)
+
+
+@pytest.mark.parametrize(("kwargs", "needle"), [
+    (dict(game="m_step", m=1), "m=1"),
+    (dict(game="m_step", m=2.5), "m=2.5"),
+    (dict(game="m_step", m=True), "m=True"),
+    (dict(game="climbing", m=4), "m only applies to game 'm_step'"),
+])
+def test_m_step_length_is_checked(kwargs: dict, needle: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        parallel_env(**kwargs)
 
 
 def test_public_attributes_describe_the_game() -> None:

@@ -38,6 +38,9 @@ OBSERVATION_KEY = "observation"
 DEFAULT_EPISODE_LIMIT = 200
 INFO_KEYS = ("battle_won",)
 """Per-episode facts copied from the agents' infos into the team info."""
+TERMINATED_KEY = "ctde_terminated"
+TRUNCATED_KEY = "ctde_truncated"
+"""Info keys that carry a ``CTDEEnv``'s terminated/truncated past gymnasium's vector env (``_EndsInInfo``)."""
 
 
 def _episode_limit_of(env: ParallelEnv) -> int | None:
@@ -256,6 +259,19 @@ class CTDEEnv(gymnasium.Env):
         self.env.close()
 
 
+class _EndsInInfo(gymnasium.Wrapper):
+    """A ``CTDEEnv`` whose terminated/truncated travel in its info, while gymnasium sees episodes that never end.
+
+    With autoreset disabled, gymnasium's vector envs refuse to step an env that has reported the end of its
+    episode, but the runner steps all N envs until the longest episode ends: an env whose episode is over then
+    steps as a no-op (``CTDEEnv.step``). Episodes of different lengths (MAVEN's m-step game, SMAC) need that.
+    """
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward, False, False, {**info, TERMINATED_KEY: terminated, TRUNCATED_KEY: truncated}
+
+
 class CTDEVecEnv:
     """N ``CTDEEnv`` in lockstep through gymnasium's vector envs; implements ``VecCTDEEnv``.
 
@@ -266,16 +282,16 @@ class CTDEVecEnv:
     def __init__(self, env_fns: list[Callable[[], ParallelEnv]], *, async_: bool = False, **ctde_kwargs: Any) -> None:
         if not env_fns:
             raise ValueError("env_fns is empty: expected at least one environment factory")
-        wrapped = [lambda fn=fn: CTDEEnv(fn(), **ctde_kwargs) for fn in env_fns]
+        wrapped = [lambda fn=fn: _EndsInInfo(CTDEEnv(fn(), **ctde_kwargs)) for fn in env_fns]
         self._vec: AsyncVectorEnv | SyncVectorEnv
         if async_:
             # Build one env here first: a bad id or argument then fails in this process, not in a worker.
-            probe = wrapped[0]()
+            probe = CTDEEnv(env_fns[0](), **ctde_kwargs)
             self._vec = AsyncVectorEnv(wrapped, autoreset_mode=AutoresetMode.DISABLED)
         else:
             sync = SyncVectorEnv(wrapped, autoreset_mode=AutoresetMode.DISABLED)
             self._vec = sync
-            probe = sync.envs[0]  # type: ignore[assignment]  # the CTDEEnv built by `wrapped`
+            probe = sync.envs[0].unwrapped  # type: ignore[assignment]  # the CTDEEnv inside `wrapped`
         self.n_envs = len(env_fns)
         self.n_agents = probe.n_agents
         self.obs_dim = probe.obs_dim
@@ -306,7 +322,8 @@ class CTDEVecEnv:
         reward: np.ndarray
         terminated: np.ndarray
         truncated: np.ndarray
-        obs, reward, terminated, truncated, infos = self._vec.step(np.asarray(actions, np.int64))
+        obs, reward, _, _, infos = self._vec.step(np.asarray(actions, np.int64))
+        terminated, truncated = infos[TERMINATED_KEY], infos[TRUNCATED_KEY]
         info = {}
         for key in INFO_KEYS:
             if key in infos:

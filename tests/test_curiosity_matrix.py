@@ -1,0 +1,69 @@
+"""scripts/curiosity_matrix.py, the curiosity study of docs/matrix_games.md: its main runs and prints the table."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "curiosity_matrix.py"
+TINY = ["--seeds", "2", "--m", "3", "--steps", "48", "--epsilon-anneal-steps", "24", "--workers", "1",
+        "--set", "learner.batch_size=4"]
+"""Two seeds of 48 env steps of the 3-step game: a few updates each, seconds in all."""
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("curiosity_matrix", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def table_rows(output: str) -> list[list[str]]:
+    """The cells of the markdown table's body rows."""
+    lines = [line for line in output.splitlines() if line.startswith("| ") and not line.startswith("| algorithm")]
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines]
+
+
+def test_main_prints_one_row_per_algorithm_with_each_seeds_greedy_return(capsys: pytest.CaptureFixture[str]) -> None:
+    load_script().main(["--algos", "qmix,emu-qmix", *TINY])
+    output = capsys.readouterr().out
+    assert "| algorithm | greedy return per seed | reach 6 | mean |" in output  # m + 3 = 6
+    rows = table_rows(output)
+    assert [row[0] for row in rows] == ["qmix", "emu-qmix"]
+    for _, per_seed, reached, mean, branches, seconds in rows:
+        returns = [float(r) for r in per_seed.split()]
+        assert len(returns) == 2 and all(0 <= r <= 6 for r in returns)
+        assert reached == f"{sum(r == 6 for r in returns)}/2"
+        assert float(mean) == pytest.approx(sum(returns) / 2, abs=0.005)
+        assert sum(int(n) for n in branches.split(" / ")) == 2  # every seed's greedy path counted once
+        assert float(seconds) > 0
+    assert "4 runs, 1 workers" in output
+
+
+def test_grid_gives_one_row_per_value(capsys: pytest.CaptureFixture[str]) -> None:
+    load_script().main(["--algos", "emc-qmix", "--grid", "curiosity.curiosity_scale=0.001,1", *TINY])
+    rows = table_rows(capsys.readouterr().out)
+    assert [row[0] for row in rows] == ["emc-qmix curiosity_scale=0.001", "emc-qmix curiosity_scale=1"]
+
+
+@pytest.mark.parametrize("bad", [["--set", "curiosity.no_such_field=1"], ["--set", "learner.lr"],
+                                 ["--algos", "qmixx"], ["--grid", "learner.lr"]])
+def test_bad_arguments_stop_before_any_run(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        load_script().main([*TINY, *bad])
+    assert stopped.value.code == 2
+    assert "greedy return per seed" not in capsys.readouterr().out
+
+
+def test_setting_reaches_the_config_and_overrides_win() -> None:
+    script = load_script()
+    config = script.run_config("qmix", 3, script.Setting(m=5), {"learner.lr": 1e-3, "curiosity.curiosity_scale": 0.1})
+    assert config.env == "matrix:m_step" and config.env_args == {"m": 5} and config.seed == 3
+    assert config.learner.lr == 1e-3 and config.curiosity.curiosity_scale == 0.1
+    assert config.exploration.epsilon_anneal_steps == script.Setting().epsilon_anneal_steps
