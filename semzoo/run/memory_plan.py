@@ -4,7 +4,8 @@
                     the limit); worst: every episode at the limit, or every env step the run can play
                     (``steps`` plus two iterations' overshoot), whichever is less, with the store's growth
                     slack and the old copy of one field during its last growth (``semzoo.replay.buffer``)
-    episodic table  ``semzoo_storage_bytes`` (what ``semzoo memory-cost`` reports) and the projection V
+    episodic memory the registered memory's ``planned_nbytes`` at its largest (what ``semzoo memory-cost``
+                    reports: SEM's table and V, EMC's index and curiosity, EMU's raw states and embedder ...)
     networks        the agent and mixer parameters, five copies (online, target, gradient, RMSprop state,
                     the acting copy)
     collector       the collected batch of ``n_envs`` padded episodes (two in flight when acting overlaps
@@ -173,7 +174,7 @@ def collector_bytes(sizes: EnvSizes, config: TrainConfig) -> int:
 
 
 def table_bytes(sizes: EnvSizes, config: TrainConfig) -> tuple[int, int]:
-    """(bytes of the episodic table and projection, state-key words per slot), (0, 0) without memory."""
+    """(bytes of the run's episodic memory at its largest, state-key words per slot), (0, 0) without memory."""
     from semzoo import algos
     from semzoo.episodic.memory import memory_class
 
