@@ -91,7 +91,7 @@ class MemoryPlan:
         """One line: the parts, the totals and what the machine has."""
         runs = f"{self.runs} runs x " if self.runs > 1 else ""
         text = (f"memory plan: {runs}(replay buffer {gb(self.replay_expected)} expected, {gb(self.replay_worst)} "
-                f"worst; episodic table {gb(self.table)}; networks {gb(self.networks)}; collector "
+                f"worst; episodic memory {gb(self.table)}; networks {gb(self.networks)}; collector "
                 f"{gb(self.collector)}) = {gb(self.expected)} expected, {gb(self.worst)} worst")
         return text + (f" of {gb(available)} available" if available is not None else "")
 
