@@ -45,7 +45,7 @@ import torch
 from semzoo.episodic.curiosity import Curiosity
 from semzoo.episodic.memory import Memory, register_memory
 from semzoo.episodic.nearest import AllClose, NearestIndex
-from semzoo.episodic.tables import discounted_returns
+from semzoo.episodic.tables import discounted_returns, project_fixed_order
 from semzoo.episodic.target import scatter
 
 if TYPE_CHECKING:
@@ -140,10 +140,7 @@ class EMCMemory(Memory):
             raise ValueError(f"states have shape {tuple(states_np.shape)}, expected [..., {self.state_dim}] "
                              f"(state_dim={self.state_dim}); pass EpisodeBatch.state of the env this memory was built for")
         lead = states_np.shape[:-1]
-        states_FK = states_np.astype(np.float32).reshape(-1, self.state_dim).T.astype(np.float64)
-        z_DK = np.zeros((self.proj_dim, states_FK.shape[1]))
-        for f in range(self.state_dim):  # a loop over state features, not keys
-            z_DK += self.projection_DF[:, f, None] * states_FK[f]
+        z_DK = project_fixed_order(self.projection_DF, states_np.reshape(-1, self.state_dim))  # SEM's projection
         return z_DK.T.astype(np.float32).reshape(*lead, self.proj_dim)
 
     @property

@@ -117,6 +117,21 @@ def _to_numpy(x: Any) -> np.ndarray:
     return np.asarray(x)
 
 
+def project_fixed_order(projection_DF: np.ndarray, states_KF: np.ndarray) -> np.ndarray:
+    """V s for states [K, F] (float32 values): float64 [D, K], bit-identical whatever batch, layout or device.
+
+    Every product V[d, f] s[f] is formed in float64 and accumulated in the fixed order f = 0..F-1 with
+    elementwise numpy ops (no BLAS: its summation order depends on shapes). SEM's phi(s) and EMC's z = M s.
+    """
+    states_FK = np.ascontiguousarray(states_KF.astype(np.float32).T, dtype=np.float64)
+    acc_DK = np.zeros((projection_DF.shape[0], states_FK.shape[1]))
+    term_DK = np.empty_like(acc_DK)
+    for f in range(states_FK.shape[0]):  # a loop over state features, not keys
+        np.multiply(projection_DF[:, f, None], states_FK[f], out=term_DK)
+        acc_DK += term_DK
+    return acc_DK
+
+
 def discounted_returns(reward_BT: Any, filled_BT: Any, gamma: float) -> np.ndarray:
     """Discounted return from every real step to the end of its episode.
 
@@ -531,14 +546,7 @@ class EpisodicMemory(Memory, ABC):
                 f"(state_dim={self.state_dim}); pass EpisodeBatch.state or build the memory with the env's state size"
             )
         lead = states_np.shape[:-1]
-        states_FK = np.ascontiguousarray(
-            states_np.astype(np.float32).reshape(-1, self.state_dim).T, dtype=np.float64
-        )
-        acc_DK = np.zeros((self.proj_dim, states_FK.shape[1]))
-        term_DK = np.empty_like(acc_DK)
-        for f in range(self.state_dim):
-            np.multiply(self.projection_DF[:, f, None], states_FK[f], out=term_DK)
-            acc_DK += term_DK
+        acc_DK = project_fixed_order(self.projection_DF, states_np.reshape(-1, self.state_dim))
         return acc_DK.T.astype(np.float32).reshape(*lead, self.proj_dim)
 
     def _check_keys(self, keys: Any) -> np.ndarray:
