@@ -72,6 +72,10 @@ def _n_buckets(n_entries: int) -> int:
     return 1 << max(MIN_BUCKETS_LOG2, int(np.ceil(np.log2(max(1, BUCKETS_PER_ENTRY * n_entries)))))
 WIDTH_SLACK = 1e-6
 """Relative widening of a query's box, and 16 ulps, so float rounding never drops a true hit."""
+ULP_SLACK = 2.0 ** -48
+"""16 ulps of a float64 relative to its magnitude (an ulp of x is at most |x| 2^-52 for normal x)."""
+ULP_FLOOR = 2.0 ** -1070
+"""16 ulps of the smallest floats (an ulp of a subnormal is 2^-1074), so the widening holds near zero too."""
 
 _COORD_MULTIPLIERS = np.random.default_rng(0x5E3A).integers(1, 1 << 62, 16, dtype=np.int64).view(np.uint64) | np.uint64(1)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -119,17 +123,17 @@ def _mix64(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> _SHIFT_31)
 
 
-def _linear_hash(coords_PD: np.ndarray) -> np.ndarray:
-    """uint64 [P]: sum of int64 cell coordinates [P, D] times fixed odd 64-bit multipliers (wrapping)."""
-    h_P = np.zeros(coords_PD.shape[0], np.uint64)
-    for d in range(coords_PD.shape[1]):  # D is 4: a loop over dimensions, not keys
-        h_P += coords_PD[:, d].view(np.uint64) * _COORD_MULTIPLIERS[d % _COORD_MULTIPLIERS.shape[0]]
+def _linear_hash(coords_DP: np.ndarray) -> np.ndarray:
+    """uint64 [P]: sum of int64 cell coordinates [D, P] times fixed odd 64-bit multipliers (wrapping)."""
+    h_P = np.zeros(coords_DP.shape[1], np.uint64)
+    for d in range(coords_DP.shape[0]):  # D is 4: a loop over dimensions, not keys
+        h_P += coords_DP[d].view(np.uint64) * _COORD_MULTIPLIERS[d % _COORD_MULTIPLIERS.shape[0]]
     return h_P
 
 
 def _corner_offsets(dim: int) -> np.ndarray:
     """uint64 [2^D]: _linear_hash of each corner offset b in {0, 1}^D (bit d of the index is b_d)."""
-    bits = (np.arange(1 << dim)[:, None] >> np.arange(dim)) & 1
+    bits = (np.arange(1 << dim)[None, :] >> np.arange(dim)[:, None]) & 1
     return _linear_hash(bits.astype(np.int64))
 
 
@@ -138,12 +142,17 @@ def _hash_cells(coords_PD: np.ndarray) -> np.ndarray:
 
     The linear hash, then a splitmix64 finaliser; the 16 multipliers repeat past D = 16.
     """
-    return _mix64(_linear_hash(coords_PD))
+    return _mix64(_linear_hash(coords_PD.T))
 
 
 def _cell_coords(x_MD: np.ndarray, cell_D: np.ndarray) -> np.ndarray:
     """int64 [M, D] cell of each float64 point: floor(x / cell), clamped to +-2^62."""
     return np.clip(np.floor(x_MD / cell_D), -COORD_LIMIT, COORD_LIMIT).astype(np.int64)
+
+
+def _cell_coords_rows(x_DM: np.ndarray, cell_D: np.ndarray) -> np.ndarray:
+    """int64 [D, M]: `_cell_coords` of points given as rows (the same floats, the faster layout)."""
+    return np.clip(np.floor(x_DM / cell_D[:, None]), -COORD_LIMIT, COORD_LIMIT).astype(np.int64)
 
 
 # ---------------------------------------------------------------- tolerances
@@ -170,6 +179,14 @@ class Tolerance(ABC):
     @abstractmethod
     def cell_size(self, keys_KD: np.ndarray) -> np.ndarray:
         """float64 [D]: the grid cell edge these stored keys call for (CELL_PER_WIDTH x their widest box)."""
+
+    def match(self, queries_CD: np.ndarray, keys_CD: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """bool [C] `within` and float64 [C] `distance` of every pair; a rule may share work between the two.
+
+        The index passes column-major [C, D] arrays (row views of [D, C]): reductions over D are then
+        elementwise operations on rows, several times faster than over a short last axis.
+        """
+        return self.within(queries_CD, keys_CD), self.distance(queries_CD, keys_CD)
 
     def fit(self, keys_ND: np.ndarray) -> bool:
         """Refresh statistics kept from the stored keys; True when the rule changed. Default: nothing kept."""
@@ -268,6 +285,10 @@ class ZBox(Tolerance):
 
     def distance(self, queries_CD: np.ndarray, keys_CD: np.ndarray) -> np.ndarray:
         return np.sqrt(np.square(self._z(queries_CD) - self._z(keys_CD)).sum(axis=1))
+
+    def match(self, queries_CD: np.ndarray, keys_CD: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        gap_CD = self._z(queries_CD) - self._z(keys_CD)  # normalised once for both answers
+        return (np.abs(gap_CD) <= self.delta).all(axis=1), np.sqrt(np.square(gap_CD).sum(axis=1))
 
     def cell_size(self, keys_KD: np.ndarray) -> np.ndarray:
         _, std = self._stats(keys_KD.shape[1])
@@ -484,42 +505,52 @@ class NearestIndex:
         n_queries = q_MD.shape[0]
         if self.n_entries == 0 or n_queries == 0 or self.cell_D is None:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-        width_MD = self.tolerance.half_width(q_MD)
-        # widen by a relative slack and a few ulps: the rule is then evaluated exactly on the candidates
-        width_MD = width_MD * (1.0 + WIDTH_SLACK) + 16.0 * np.spacing(np.abs(q_MD) + width_MD)
-        lo_MD = np.maximum(_cell_coords(q_MD - width_MD, self.cell_D), self.coord_min_D)
-        hi_MD = np.minimum(_cell_coords(q_MD + width_MD, self.cell_D), self.coord_max_D)
+        # probe planning runs in [D, M] layout: numpy broadcasts a [D] vector over rows much faster than
+        # over the short last axis of [M, D], and reductions over D become elementwise operations on rows
+        q_DM = np.ascontiguousarray(q_MD.T)
+        width_DM = np.ascontiguousarray(self.tolerance.half_width(q_MD).T)
+        # widen by a relative slack and 16 ulps: the rule is then evaluated exactly on the candidates
+        width_DM = width_DM * (1.0 + WIDTH_SLACK) + (np.abs(q_DM) + width_DM) * ULP_SLACK + ULP_FLOOR
+        box = _cell_coords_rows(np.concatenate([q_DM - width_DM, q_DM + width_DM], axis=1), self.cell_D)
+        lo_DM = np.maximum(box[:, :n_queries], self.coord_min_D[:, None])
+        hi_DM = np.minimum(box[:, n_queries:], self.coord_max_D[:, None])
         # cells per dimension, capped before the product so it cannot overflow
-        count_MD = np.clip(hi_MD - lo_MD + 1, 0, MAX_PROBES + 1)
-        n_probes_M = count_MD.prod(axis=1)  # at most 4097^D: no overflow for D <= 5
+        count_DM = np.clip(hi_DM - lo_DM + 1, 0, MAX_PROBES + 1)
+        n_probes_M = count_DM.prod(axis=0)  # at most 4097^D: no overflow for D <= 5
         if self.dim > 5:
-            n_probes_M = np.exp(np.log(np.maximum(count_MD, 1)).sum(axis=1)).round().astype(np.int64) * (n_probes_M > 0)
+            n_probes_M = np.exp(np.log(np.maximum(count_DM, 1)).sum(axis=0)).round().astype(np.int64) * (n_probes_M > 0)
         wide = n_probes_M > MAX_PROBES
         n_probes_M[wide] = 0
         # usual case, a box over at most 2 cells per dimension: the probes are lo + b for b in {0, 1}^D;
         # the hash is linear in the coordinates before its finaliser, so each probe is one addition
-        base_M = _linear_hash(lo_MD)
+        base_M = _linear_hash(lo_DM)
         if self.dim <= MAX_CORNER_DIM:
-            corners = (count_MD <= 2).all(axis=1) & (n_probes_M > 0)
+            corners = (count_DM.max(axis=0) <= 2) & (n_probes_M > 0)
         else:
             corners = np.zeros(n_queries, bool)
         single = np.flatnonzero(corners & (n_probes_M == 1))  # most queries: one cell, its hash is base_M
         several = np.flatnonzero(corners & (n_probes_M > 1))
-        two = ((count_MD[several] == 2) << np.arange(self.dim)).sum(axis=1)
-        nth, corner_b = np.nonzero((np.arange(1 << self.dim)[None, :] & ~two[:, None]) == 0)
+        # bit d of `two` is set where the box spans two cells in dimension d (packbits: D <= MAX_CORNER_DIM = 8)
+        two = np.packbits(count_DM[:, several] == 2, axis=0, bitorder="little")[0].astype(np.int64)
+        # each such query probes lo + b for every b whose bits lie within `two`: flat (query, b) pairs
+        pair = np.flatnonzero(((np.arange(1 << self.dim)[None, :] & ~two[:, None]) == 0).ravel())
+        nth, corner_b = pair >> self.dim, pair & ((1 << self.dim) - 1)
         corner_q = np.concatenate([single, several[nth]])
         corner_hash = np.concatenate([base_M[single], base_M[several[nth]] + _corner_offsets(self.dim)[corner_b]])
         # other queries: every cell of their box, decoded as mixed-radix digits
         n_probes_M[corners] = 0
-        probe_q = np.repeat(np.arange(n_queries), n_probes_M)
-        rest = np.arange(probe_q.shape[0]) - np.repeat(np.cumsum(n_probes_M) - n_probes_M, n_probes_M)
-        coords_PD = np.empty((probe_q.shape[0], self.dim), np.int64)
-        for d in range(self.dim):
-            digits = count_MD[probe_q, d]
-            coords_PD[:, d] = lo_MD[probe_q, d] + rest % digits
-            rest //= digits
-        probe_q = np.concatenate([corner_q, probe_q])
-        probe_hash = _mix64(np.concatenate([corner_hash, _linear_hash(coords_PD)]))
+        if n_probes_M.any():
+            probe_q = np.repeat(np.arange(n_queries), n_probes_M)
+            rest = np.arange(probe_q.shape[0]) - np.repeat(np.cumsum(n_probes_M) - n_probes_M, n_probes_M)
+            coords_DP = np.empty((self.dim, probe_q.shape[0]), np.int64)
+            for d in range(self.dim):
+                digits = count_DM[d, probe_q]
+                coords_DP[d] = lo_DM[d, probe_q] + rest % digits
+                rest //= digits
+            probe_q = np.concatenate([corner_q, probe_q])
+            probe_hash = _mix64(np.concatenate([corner_hash, _linear_hash(coords_DP)]))
+        else:
+            probe_q, probe_hash = corner_q, _mix64(corner_hash)
         cand_q, cand_slot = [], []
         # main table: bucket = low bits of the hash, its entries at bucket_start[b] .. bucket_start[b + 1]
         bucket = (probe_hash & np.uint64(self.bucket_start.shape[0] - 2)).astype(np.int64)
@@ -531,9 +562,11 @@ class NearestIndex:
             runs.append((self.recent_slot, left, np.searchsorted(self.recent_hash, probe_hash, "right") - left))
         for run_slot, first, count in runs:
             hits = np.flatnonzero(count)
-            owner = np.repeat(hits, count[hits])
-            position = np.arange(owner.shape[0]) - np.repeat(np.cumsum(count[hits]) - count[hits], count[hits])
-            slot = run_slot[position + first[owner]].astype(np.int64)
+            count_H = count[hits]
+            owner = np.repeat(hits, count_H)
+            # the candidates' positions in the run: each probe's first, first + 1, ... (its entries are contiguous)
+            position = np.repeat(first[hits] - (np.cumsum(count_H) - count_H), count_H) + np.arange(owner.shape[0])
+            slot = run_slot[position].astype(np.int64)
             # a bucket mixes cells, and the runs keep entries of removed or moved keys until the next
             # rebuild: a candidate counts only if its slot holds a key in the probed cell now
             live = self.occupied_N[slot] & (self.cell_hash_N[slot] == probe_hash[owner])
@@ -546,9 +579,11 @@ class NearestIndex:
         if not cand_q:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
         pair_q, pair_slot = np.concatenate(cand_q), np.concatenate(cand_slot)
-        q_CD, k_CD = q_MD[pair_q], self.keys_ND[pair_slot].astype(np.float64)
-        keep = self.tolerance.within(q_CD, k_CD)
-        return pair_q[keep], pair_slot[keep], self.tolerance.distance(q_CD[keep], k_CD[keep])
+        # column-major [C, D] (see Tolerance.match)
+        q_CD = q_DM[:, pair_q].T
+        k_CD = np.ascontiguousarray(self.keys_ND[pair_slot].T, dtype=np.float64).T
+        keep, distance = self.tolerance.match(q_CD, k_CD)
+        return pair_q[keep], pair_slot[keep], distance[keep]
 
     def _all_pairs(self, queries_W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Every (query, occupied slot) pair for these queries (their box covers too many cells), in chunks."""
