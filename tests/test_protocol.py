@@ -27,6 +27,7 @@ from semzoo.run.protocol import (
     memory_pairs,
     metric_at,
     report,
+    wall_costs,
 )
 from semzoo.run.report import load_runs
 from semzoo.run.rundir import METRIC_FIELDS
@@ -120,6 +121,38 @@ def test_probability_of_improvement_is_one_when_all_greater_and_half_when_equal(
 def test_memory_pairs_match_each_variant_to_its_base():
     assert memory_pairs(["cw-qmix", "qmix", "saem-qmix", "sem-cw-qmix", "sem-vdn"]) == [
         ("saem-qmix", "qmix"), ("sem-cw-qmix", "cw-qmix")]
+
+
+def test_memory_pairs_compare_every_other_memory_with_sem_too():
+    labels = ["qmix", "sem-qmix", "emc-qmix", "emu-qmix", "emu-vdn", "saem-qmix lam=0.3", "emc-qplex"]
+    assert memory_pairs(labels) == [
+        ("emc-qmix", "qmix"), ("emu-qmix", "qmix"), ("saem-qmix lam=0.3", "qmix"), ("sem-qmix", "qmix"),
+        # then over SEM: emu-vdn has no vdn or sem-vdn beside it, emc-qplex no qplex or sem-qplex
+        ("emc-qmix", "sem-qmix"), ("emu-qmix", "sem-qmix"), ("saem-qmix lam=0.3", "sem-qmix")]
+
+
+def write_final(root, env, algo, seed, wall_s, env_steps=300):
+    run_dir = root / f"{env.replace(':', '_')}_{algo}_seed{seed}"
+    (run_dir / "final.json").write_text(json.dumps({"env_steps": env_steps, "wall_time": wall_s}))
+
+
+def test_wall_costs_read_finished_runs_and_compare_each_memory_with_its_base_and_sem(tmp_path):
+    walls = {"qmix": [600, 1200, 900], "sem-qmix": [1200, 1500, 1800], "emc-qmix": [2400, 3000, None]}
+    for algo, by_seed in walls.items():
+        for seed, wall in enumerate(by_seed):
+            write_run(tmp_path, "smax:2s3z", algo, seed, {0: 0.0, AT: 0.5})
+            if wall is not None:  # seed 2 of emc-qmix has not finished: no final.json, no cost
+                write_final(tmp_path, "smax:2s3z", algo, seed, wall)
+    costs = {c.algo: c for c in wall_costs(load_runs(tmp_path))}
+    assert (costs["qmix"].runs, costs["qmix"].median_min, costs["qmix"].low_min, costs["qmix"].high_min) == (3, 15, 10, 20)
+    assert costs["qmix"].vs == {}
+    assert costs["sem-qmix"].vs == {"qmix": pytest.approx(25 / 15)}
+    assert costs["emc-qmix"].runs == 2 and costs["emc-qmix"].median_min == pytest.approx(45)
+    assert costs["emc-qmix"].vs == {"qmix": pytest.approx(3.0), "sem-qmix": pytest.approx(45 / 25)}
+    text = report(tmp_path, [AT], reps=REPS).markdown
+    assert "## Wall-clock cost per run" in text
+    assert "| smax:2s3z | emc-qmix | 2 | 300 | 45 (40-50) | 3.00x qmix, 1.80x sem-qmix |" in text
+    assert "| emc-qmix | sem-qmix | 3 / 3 |" in text  # P(emc-qmix > sem-qmix) is reported too
 
 
 def test_the_bootstrap_is_reproducible(runs_root):

@@ -27,7 +27,7 @@ import json
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ from semzoo.run.report import (
     score_table,
     table_markdown,
 )
-from semzoo.run.rundir import ABSOLUTE_FILE, setting_name, varying_settings
+from semzoo.run.rundir import ABSOLUTE_FILE, FINAL_FILE, setting_name, varying_settings
 
 MARL_EVAL_FILE = "marl_eval.json"
 """The export for marl-eval: named for its reader, and unlike ``metrics.csv`` of a run directory."""
@@ -223,22 +223,91 @@ def aggregates(runs: Sequence[RunSeries], score: Score, step: int | str, reps: i
     return sorted(out, key=lambda a: (order[a.env], a.algo))
 
 
+SEM = "sem"
+"""The memory every other memory is also compared with (``memory_pairs``): the paper's."""
+
+
 def memory_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
-    """(<memory>-X, X) for each memory variant (a registered memory's prefix) whose base X is among ``algos``.
+    """(<memory>-X, X) for each memory variant (a registered memory's prefix) whose base X is among ``algos``;
+    then (<memory>-X, sem-X) for each other memory whose SEM variant is among them.
 
     ``algos`` are run labels (``rundir.run_labels``): ``sem-qmix lam=0.3`` pairs with ``qmix``, its memory
-    settings dropped, and ``sem-qmix lr=0.001`` with ``qmix lr=0.001``.
+    settings dropped, and ``sem-qmix lr=0.001`` with ``qmix lr=0.001``; ``emc-qmix`` pairs with ``qmix``, then
+    with ``sem-qmix``.
     """
     memory_settings = {setting_name(f.key) for f in config_fields() if f.section == "memory"}
     memories = memory_names()
-    pairs = []
+    over_base, over_sem = [], []
     for label in sorted(algos):
         algo, *settings = label.split(" ")
         kind, sep, base = algo.partition("-")
         base = " ".join([base, *(s for s in settings if s.partition("=")[0] not in memory_settings)])
-        if sep and kind in memories and base in algos:
-            pairs.append((label, base))
-    return pairs
+        if not (sep and kind in memories):
+            continue
+        if base in algos:
+            over_base.append((label, base))
+        if kind != SEM and f"{SEM}-{base}" in algos:
+            over_sem.append((label, f"{SEM}-{base}"))
+    return over_base + over_sem
+
+
+@dataclass(frozen=True)
+class WallCost:
+    """The wall-clock time of an (env, algo)'s finished runs, from their ``final.json``."""
+
+    env: str
+    algo: str
+    runs: int
+    env_steps: int
+    """The runs' median env steps."""
+    median_min: float
+    low_min: float
+    high_min: float
+    vs: dict[str, float]
+    """Median wall time over a reference algorithm's median on the same env: its base, and SEM (``memory_pairs``)."""
+
+
+def wall_costs(runs: Sequence[RunSeries]) -> list[WallCost]:
+    """Per env and algo, the minutes its finished runs took (median and range), against each reference's median.
+
+    Only runs with ``final.json`` count (a run stopped part-way has no total); a resumed run's wall time is the sum
+    of its sessions (the trainer carries it in its checkpoint). Wall time follows the machine and its load: compare
+    runs made on one machine, side by side.
+    """
+    minutes: dict[tuple[str, str], list[float]] = {}
+    steps: dict[tuple[str, str], list[int]] = {}
+    for run in runs:
+        path = run.run_dir / FINAL_FILE
+        if not path.exists():
+            continue
+        try:
+            final = json.loads(path.read_text())
+            wall, env_steps = float(final["wall_time"]), int(final["env_steps"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # an unreadable final.json: the run is left out of the cost, as an unfinished one
+        minutes.setdefault((run.env, run.algo), []).append(wall / 60.0)
+        steps.setdefault((run.env, run.algo), []).append(env_steps)
+    pairs = memory_pairs(sorted({algo for _, algo in minutes}))
+    out = []
+    for (env, algo), values in sorted(minutes.items()):
+        median = float(np.median(values))
+        vs = {ref: median / float(np.median(minutes[(env, ref)])) for variant, ref in pairs
+              if variant == algo and (env, ref) in minutes}
+        out.append(WallCost(env=env, algo=algo, runs=len(values), env_steps=int(np.median(steps[(env, algo)])),
+                            median_min=median, low_min=min(values), high_min=max(values), vs=vs))
+    return out
+
+
+def _wall_cost_table(rows: Sequence[WallCost]) -> str:
+    lines = ["## Wall-clock cost per run (finished runs, from final.json)", "",
+             "Minutes per run: median and range over the finished runs; the ratio is this median over the "
+             "reference's on the same env. Wall time follows the machine and its load: compare runs made side by side.",
+             "", "| env | algo | runs | env steps | minutes, median (range) | vs |", "|---|---|---:|---:|---|---|"]
+    for r in rows:
+        vs = ", ".join(f"{ratio:.2f}x {ref}" for ref, ratio in r.vs.items()) or "-"
+        lines.append(f"| {r.env} | {r.algo} | {r.runs} | {r.env_steps:,} | {r.median_min:.0f} "
+                     f"({r.low_min:.0f}-{r.high_min:.0f}) | {vs} |")
+    return "\n".join(lines)
 
 
 def improvements(runs: Sequence[RunSeries], score: Score, step: int | str,
@@ -568,6 +637,7 @@ class Report:
     improvements: list[Improvement]
     markdown: str
     files: list[Path]
+    wall_costs: list[WallCost] = field(default_factory=list)
 
 
 def check_steps(runs: Sequence[RunSeries], metric: str, at: Sequence[int]) -> None:
@@ -646,6 +716,10 @@ def report(root: str | Path, at: Sequence[int], metric: str | None = None, out: 
         if pois:
             sections += ["", _improvement_table(pois, "### Probability of improvement, absolute metric")]
 
+    costs = wall_costs(runs)
+    if costs:
+        sections += ["", _wall_cost_table(costs)]
+
     sections += ["", "## The paper's scores across maps (mean over seeds)", "",
                  table_markdown(score_table(runs, at, metric), metric)]
 
@@ -668,7 +742,7 @@ def report(root: str | Path, at: Sequence[int], metric: str | None = None, out: 
     path = out / REPORT_FILE
     path.write_text(markdown)
     return Report(metric=metric, at=list(at), aggregates=all_aggregates, improvements=all_improvements,
-                  markdown=markdown, files=[path, profile, curves, export, *figures])
+                  markdown=markdown, files=[path, profile, curves, export, *figures], wall_costs=costs)
 
 
 __all__ = [
@@ -678,6 +752,7 @@ __all__ = [
     "Improvement",
     "Report",
     "Sensitivity",
+    "WallCost",
     "aggregates",
     "bootstrap",
     "env_and_task",
@@ -690,4 +765,5 @@ __all__ = [
     "plot_sensitivity",
     "report",
     "sensitivities",
+    "wall_costs",
 ]
