@@ -270,8 +270,8 @@ class WallCost:
 def wall_costs(runs: Sequence[RunSeries]) -> list[WallCost]:
     """Per env and algo, the minutes its finished runs took (median and range), against each reference's median.
 
-    Only runs with ``final.json`` count (a run stopped part-way has no total); a resumed run's wall time is the sum
-    of its sessions (the trainer carries it in its checkpoint). Wall time follows the machine and its load: compare
+    Only runs with ``final.json`` count (a run stopped part-way has no total); a resumed run's wall time counts each
+    session up to its last checkpoint (the trainer carries it in its checkpoint). Wall time follows the machine and its load: compare
     runs made on one machine, side by side.
     """
     minutes: dict[tuple[str, str], list[float]] = {}
