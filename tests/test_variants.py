@@ -174,13 +174,46 @@ def test_the_report_draws_and_tabulates_the_sensitivity_to_the_swept_setting(tmp
     assert figure in done.files and figure.stat().st_size > 10_000
 
 
-def test_a_sensitivity_needs_exactly_one_setting_to_vary_within_an_algorithm(tmp_path):
+def test_a_full_grid_gives_each_settings_slice_through_the_defaults_of_the_others(tmp_path):
     from semzoo.run.protocol import sensitivities
 
     trials = plan_trials(envs=["smax:2s3z"], algos=["qmix", "sem-qmix"], seeds=range(2), steps=1000, out=tmp_path,
                          grid={"memory.lam": [0.1, 0.5], "learner.lr": [5e-4, 1e-3]})
     for trial in trials:
         write_run(tmp_path, trial, win_rate=0.5)
-    (found,) = sensitivities(load_runs(tmp_path))  # sem-qmix varies in lam and lr: none; qmix in lr alone
-    assert (found.algo, found.key, found.base) == ("qmix", "learner.lr", None)
-    assert found.values == {"qmix": 5e-4, "qmix lr=0.001": 1e-3}
+    found = {(s.algo, s.key): s for s in sensitivities(load_runs(tmp_path))}
+    assert sorted(found) == [("qmix", "learner.lr"), ("sem-qmix", "learner.lr"), ("sem-qmix", "memory.lam")]
+    assert found[("qmix", "learner.lr")].values == {"qmix": 5e-4, "qmix lr=0.001": 1e-3}
+    # lam at the default lr (5e-4): "sem-qmix lam=0.5 lr=0.001" is in neither slice
+    assert found[("sem-qmix", "memory.lam")].values == {"sem-qmix": 0.1, "sem-qmix lam=0.5": 0.5}
+    assert found[("sem-qmix", "memory.lam")].base == "qmix"
+    assert found[("sem-qmix", "learner.lr")].values == {"sem-qmix": 5e-4, "sem-qmix lr=0.001": 1e-3}
+    assert found[("sem-qmix", "learner.lr")].base is None  # its two labels pair with qmix and qmix lr=0.001
+
+
+def test_lambda_and_table_size_swept_apart_in_one_folder_give_both_figures(tmp_path):
+    """Issue 26's sensitivity study: lambda around |Q^S| = 1e6 and |Q^S| around lambda = 0.1, two sweeps, one folder."""
+    pytest.importorskip("rliable")
+    from semzoo.run.protocol import report, sensitivities
+
+    root = tmp_path / "runs"
+    lam = plan_trials(envs=["smax:2s3z"], algos=["qmix", "sem-qmix"], seeds=range(3), steps=1000, out=root,
+                      grid={"memory.lam": [0.05, 0.1, 0.5]})
+    size = plan_trials(envs=["smax:2s3z"], algos=["sem-qmix"], seeds=range(3), steps=1000, out=root,
+                       grid={"memory.capacity": [10_000, 1_000_000]})
+    written = set()
+    for trial in [*lam, *size]:
+        if trial.run_dir in written:  # lambda 0.1 with |Q^S| 1e6 is in both sweeps: one run
+            continue
+        written.add(trial.run_dir)
+        memory = trial.config.memory
+        score = 0.2 if trial.config.algo == "qmix" else memory.lam + (0.0 if memory.capacity == 10_000 else 0.3)
+        write_run(root, trial, win_rate=score + trial.config.seed / 100)
+    found = {s.key: s for s in sensitivities(load_runs(root))}
+    assert found["memory.lam"].values == {"sem-qmix lam=0.05": 0.05, "sem-qmix": 0.1, "sem-qmix lam=0.5": 0.5}
+    assert found["memory.capacity"].values == {"sem-qmix capacity=10000": 1e4, "sem-qmix": 1e6}
+    assert found["memory.lam"].base == found["memory.capacity"].base == "qmix"
+    done = report(root, [1000], reps=50, out=tmp_path / "report")
+    for name in ("lam", "capacity"):
+        assert f"## Sensitivity of sem-qmix to {name}" in done.markdown
+        assert (tmp_path / "report" / f"sensitivity_sem-qmix_{name}.png").stat().st_size > 10_000

@@ -505,21 +505,35 @@ class Sensitivity:
 
 
 def sensitivities(runs: Sequence[RunSeries]) -> list[Sensitivity]:
-    """One ``Sensitivity`` per algorithm id whose runs (two labels or more) differ in exactly one numeric setting."""
+    """One ``Sensitivity`` per algorithm id and numeric setting that its runs vary, one factor at a time.
+
+    For each setting that differs among an algorithm's runs (``varying_settings``), the runs whose other
+    varying settings all sit at their defaults; two labels or more among them make a sensitivity. A sweep of
+    one setting gives one; a study of lambda and, separately, the table size (the paper's figure, each swept
+    around the defaults: lambda 0.1, |Q^S| 1e6) gives two from one folder; a full grid gives each setting's
+    slice through the defaults of the others.
+    """
     labels: dict[str, dict[str, Any]] = {}
     for run in runs:
         if run.config is not None:
             labels.setdefault(run.config.algo, {})[run.algo] = run.config
     pairs = dict(memory_pairs(sorted({run.algo for run in runs})))
+    defaults = {f.key: f.default for f in config_fields()}
+
+    def value(config: Any, key: str) -> Any:
+        section, dot, name = key.partition(".")
+        return getattr(getattr(config, section), name) if dot else getattr(config, key)
+
     out = []
     for algo, configs in sorted(labels.items()):
         varying = varying_settings(list(configs.values()))
-        if len(configs) < 2 or len(varying) != 1:
-            continue
-        (key,) = varying
-        section, _, name = key.partition(".")
-        values = {label: getattr(getattr(config, section), name) for label, config in configs.items()}
-        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values.values()):
+        for key in varying:
+            others = [k for k in varying if k != key]
+            values = {label: value(config, key) for label, config in configs.items()
+                      if all(value(config, k) == defaults[k] for k in others)}
+            if len(values) < 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                          for x in values.values()):
+                continue
             bases = {pairs[label] for label in values if label in pairs}
             out.append(Sensitivity(algo=algo, key=key, values={k: float(v) for k, v in values.items()},
                                    base=bases.pop() if len(bases) == 1 else None))
