@@ -3,7 +3,8 @@
 Launches short `semzoo train` runs of one config as separate processes, one layout after another, and
 prints each layout's steady env steps/s summed over its runs (construction, JIT compilation and the
 first `--warmup` env steps left out: the rate is read from each run's metrics.csv between the first row
-at or past the warm-up and its last row). Layouts:
+at or past the warm-up and its last row) and the peak resident memory of its largest process (from the
+runs' final.json). Layouts:
 
   sequential x1     one run, collect then learn (`--sequential`)
   sequential x2     two such runs side by side (seeds 0 and 1)
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -57,8 +59,13 @@ def steady_rate(metrics_csv: Path, warmup: int) -> tuple[float, int]:
     return (last - first) / (points[last] - points[first]), last - first
 
 
-def run_layout(name: str, args: argparse.Namespace, root: Path) -> tuple[float, float, int]:
-    """Start the layout's processes together, wait for them; (env steps/s summed, wall s, runs)."""
+def peak_rss_gb(run_dir: Path) -> float:
+    """The run's peak resident memory from its final.json (a group's runs share one process: each reports it)."""
+    return float(json.loads((run_dir / "final.json").read_text()).get("peak_rss_bytes", 0)) / 1e9
+
+
+def run_layout(name: str, args: argparse.Namespace, root: Path) -> tuple[float, float, int, float]:
+    """Start the layout's processes together, wait for them; (env steps/s summed, wall s, runs, peak RSS GB of one)."""
     out = root / name.replace(" ", "_")
     base = [sys.executable, "-c", "from semzoo.cli import main; main()", "train", "--env", args.env,
             "--algo", args.algo, "--steps", str(args.steps), "--threads", "1", "--log-interval", "1000",
@@ -71,8 +78,9 @@ def run_layout(name: str, args: argparse.Namespace, root: Path) -> tuple[float, 
         if proc.returncode != 0:
             raise SystemExit(f"layout {name!r}: a run failed (exit {proc.returncode}):\n{err[-2000:]}")
     wall = time.perf_counter() - start
-    rates = [steady_rate(path, args.warmup)[0] for path in sorted(out.glob("*/metrics.csv"))]
-    return sum(rates), wall, len(rates)
+    paths = sorted(out.glob("*/metrics.csv"))
+    rates = [steady_rate(path, args.warmup)[0] for path in paths]
+    return sum(rates), wall, len(rates), max(peak_rss_gb(path.parent) for path in paths)
 
 
 def main() -> None:
@@ -92,16 +100,17 @@ def main() -> None:
         parser.error(f"--warmup {args.warmup} must be below --steps {args.steps}")
     print(f"{args.algo} on {args.env}, {args.steps:,} env steps per run, rate from {args.warmup:,} on; "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
-    print(f"{'layout':16s} {'processes':>9s} {'runs':>5s} {'env steps/s':>12s} {'wall s':>8s} {'vs ' + BASELINE:>18s}")
+    print(f"{'layout':16s} {'processes':>9s} {'runs':>5s} {'env steps/s':>12s} {'wall s':>8s} {'peak RSS GB':>12s} "
+          f"{'vs ' + BASELINE:>18s}")
     root = Path(tempfile.mkdtemp(prefix="bench_cores_"))
     results: dict[str, float] = {}
     try:
         for name in names:
-            rate, wall, runs = run_layout(name, args, root)
+            rate, wall, runs, rss = run_layout(name, args, root)
             results[name] = rate
             ratio = f"{rate / results[BASELINE]:.2f}x" if BASELINE in results else "-"
             n_procs = len(LAYOUTS[name]) * (1 if "sequential" in name or "group" in name else 2)
-            print(f"{name:16s} {n_procs:9d} {runs:5d} {rate:12.0f} {wall:8.0f} {ratio:>18s}", flush=True)
+            print(f"{name:16s} {n_procs:9d} {runs:5d} {rate:12.1f} {wall:8.0f} {rss:12.2f} {ratio:>18s}", flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     if BASELINE in results:
