@@ -342,3 +342,19 @@ def test_an_explicit_metric_wins_over_the_default(matrix_runs):
     result = CliRunner().invoke(app, ["table", str(matrix_runs), "--at", "120", "--metric", "return_mean"])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("return_mean at 120 env steps") and result.stderr == ""
+
+
+def test_runs_gathered_by_symbolic_links_are_found_once_each(tmp_path):
+    """A comparison folder may link runs that live in other studies; a link back up the tree is not followed twice."""
+    studies = tmp_path / "studies"
+    for algo, win_rate in (("qmix", 0.2), ("sem-qmix", 0.6)):
+        write_run(studies / algo, "smax:2s3z", algo, 0, {0: 0.0, AT: win_rate})
+    gathered = tmp_path / "gathered"
+    gathered.mkdir()
+    for algo in ("qmix", "sem-qmix"):
+        (gathered / algo).symlink_to(studies / algo, target_is_directory=True)
+    (gathered / "again").symlink_to(studies / "qmix", target_is_directory=True)  # the same run, linked twice
+    (gathered / "loop").symlink_to(gathered, target_is_directory=True)
+    runs = load_runs(gathered)
+    assert sorted(run.algo for run in runs) == ["qmix", "sem-qmix"]
+    assert {r.algo: r.value_at("test_win_rate", AT) for r in runs} == {"qmix": 0.2, "sem-qmix": 0.6}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -111,8 +112,7 @@ def load_runs(root: str | Path) -> list[RunSeries]:
         raise ValueError(f"folder {str(root)!r} does not exist: expected a folder of run directories "
                          "(made by `semzoo train` or `semzoo sweep`)")
     runs = []
-    for config_path in sorted(root.rglob(CONFIG_FILE)):
-        run_dir = config_path.parent
+    for run_dir in _dirs_holding(root, CONFIG_FILE):
         if not (run_dir / METRICS_FILE).exists():
             continue
         try:
@@ -130,6 +130,21 @@ def load_runs(root: str | Path) -> list[RunSeries]:
     for (run, _), label in zip(labelled, run_labels([config for _, config in labelled]), strict=True):
         run.algo = label
     return runs
+
+
+def _dirs_holding(root: Path, name: str) -> list[Path]:
+    """Every folder under ``root`` (itself included) holding a file ``name``, sorted; symbolic links to folders are
+    followed, each real folder once, so a study can gather runs that live elsewhere by linking them."""
+    found, seen = [], set()
+    for folder, subdirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:  # a link back up the tree, or two links to one run
+            subdirs.clear()
+            continue
+        seen.add(real)
+        if name in files:
+            found.append(Path(folder))
+    return sorted(found)
 
 
 def load_run(run_dir: Path) -> RunSeries:
