@@ -530,13 +530,17 @@ class NearestIndex:
             corners = np.zeros(n_queries, bool)
         single = np.flatnonzero(corners & (n_probes_M == 1))  # most queries: one cell, its hash is base_M
         several = np.flatnonzero(corners & (n_probes_M > 1))
-        # bit d of `two` is set where the box spans two cells in dimension d (packbits: D <= MAX_CORNER_DIM = 8)
-        two = np.packbits(count_DM[:, several] == 2, axis=0, bitorder="little")[0].astype(np.int64)
-        # each such query probes lo + b for every b whose bits lie within `two`: flat (query, b) pairs
-        pair = np.flatnonzero(((np.arange(1 << self.dim)[None, :] & ~two[:, None]) == 0).ravel())
-        nth, corner_b = pair >> self.dim, pair & ((1 << self.dim) - 1)
-        corner_q = np.concatenate([single, several[nth]])
-        corner_hash = np.concatenate([base_M[single], base_M[several[nth]] + _corner_offsets(self.dim)[corner_b]])
+        if several.size:  # never past D = MAX_CORNER_DIM, so 2^D stays small
+            # bit d of `two` is set where the box spans two cells in dimension d (packbits: D <= 8)
+            two = np.packbits(count_DM[:, several] == 2, axis=0, bitorder="little")[0].astype(np.int64)
+            # each such query probes lo + b for every b whose bits lie within `two`: flat (query, b) pairs
+            pair = np.flatnonzero(((np.arange(1 << self.dim)[None, :] & ~two[:, None]) == 0).ravel())
+            nth, corner_b = pair >> self.dim, pair & ((1 << self.dim) - 1)
+            corner_q = np.concatenate([single, several[nth]])
+            corner_hash = np.concatenate([base_M[single],
+                                          base_M[several[nth]] + _corner_offsets(self.dim)[corner_b]])
+        else:
+            corner_q, corner_hash = single, base_M[single]
         # other queries: every cell of their box, decoded as mixed-radix digits
         n_probes_M[corners] = 0
         if n_probes_M.any():
