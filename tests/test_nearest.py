@@ -432,3 +432,15 @@ def test_every_probe_path_gives_the_brute_force_answers(monkeypatch, path, cell_
     index.add(keys)
     for queries in query_set(keys, allclose_width(keys, tol), seed=22).values():
         assert_matches_reference(index, queries)
+
+
+@pytest.mark.parametrize("tol", [AllClose(), ZBox(EMU_DELTA)], ids=["allclose", "zbox"])
+def test_keys_of_many_dimensions_take_the_general_probe_path(tol):
+    """Past MAX_CORNER_DIM (8) no 2^D corner table is built: 70-dimensional keys (a raw state as key) still match."""
+    keys = gaussian_keys(500, 70, seed=3)
+    index = NearestIndex(70, 600, tol)
+    index.add(keys)
+    index.fit_normalisation()
+    queries = np.concatenate([keys[:100], gaussian_keys(100, 70, seed=4)])
+    slot = assert_matches_reference(index, queries)
+    assert (slot[:100] == np.arange(100)).all() and (slot[100:] < 0).all()
