@@ -186,3 +186,18 @@ def test_tensorboard_events_carry_the_metric_names(tmp_path):
     tags = set(events.Tags()["scalars"])
     assert {"loss", "return_mean", "test_return_mean", "steps_per_s"} <= tags
     assert tags == {r["name"] for r in read_metrics(run_dir)}
+
+
+def test_a_checkpoint_older_than_a_config_section_still_matches_its_run(tmp_path):
+    """A run saved by a semzoo without the curiosity/emc/emu sections (or a newer field) resumes and evaluates:
+    the missing parts take their defaults, as they do when its config.json is read. A real difference is refused."""
+    from semzoo.run.checkpoint import CheckpointError
+    from semzoo.run.rundir import check_checkpoint_matches
+
+    config = TrainConfig(env="matrix:two_step", algo="sem-qmix")
+    older = {k: v for k, v in config.to_dict().items() if k not in ("curiosity", "emc", "emu")}
+    older["memory"] = {k: v for k, v in older["memory"].items() if k != "miss_rule"}
+    check_checkpoint_matches({"env": config.env, "algo": config.algo, "config": older}, config, tmp_path / "c.ckpt")
+    changed = {**older, "memory": {**older["memory"], "lam": 0.5}}
+    with pytest.raises(CheckpointError, match=r"other values of \['memory'\]"):
+        check_checkpoint_matches({"env": config.env, "algo": config.algo, "config": changed}, config, tmp_path / "c.ckpt")

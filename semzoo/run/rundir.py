@@ -15,6 +15,7 @@ Resuming cuts metrics.csv back to the size recorded in the checkpoint, so no row
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
 import functools
@@ -167,6 +168,10 @@ def check_checkpoint_matches(payload: dict[str, Any], config: TrainConfig, where
             f"is env {config.env!r} with algo {config.algo!r}: use the run directory the checkpoint came from"
         )
     saved, current = stored_config_dict(payload.get("config", {})), config.to_dict()
+    # resolved as config.json is: a section or field the checkpoint predates takes its default there too; a config
+    # this semzoo cannot build stays as written, so the comparison below names the difference
+    with contextlib.suppress(TypeError, ValueError):
+        saved = TrainConfig.from_dict(saved).to_dict()
     differ = sorted(k for k in set(saved) | set(current) if k not in RESUME_IGNORED_FIELDS and saved.get(k) != current.get(k))
     if differ:
         raise CheckpointError(f"checkpoint {where} was written with other values of {differ} than {CONFIG_FILE} holds: "
