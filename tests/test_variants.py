@@ -191,6 +191,17 @@ def test_a_full_grid_gives_each_settings_slice_through_the_defaults_of_the_other
     assert found[("sem-qmix", "learner.lr")].base is None  # its two labels pair with qmix and qmix lr=0.001
 
 
+def test_a_sensitivity_of_another_memory_is_drawn_against_its_base_not_sem(tmp_path):
+    from semzoo.run.protocol import sensitivities
+
+    trials = plan_trials(envs=["smax:2s3z"], algos=["qmix", "sem-qmix", "emc-qmix"], seeds=range(2), steps=1000,
+                         out=tmp_path, grid={"memory.lam": [0.1, 0.5]})
+    for trial in trials:
+        write_run(tmp_path, trial, win_rate=0.5)
+    found = {s.algo: s for s in sensitivities(load_runs(tmp_path))}
+    assert found["emc-qmix"].base == "qmix" and found["sem-qmix"].base == "qmix"
+
+
 def test_lambda_and_table_size_swept_apart_in_one_folder_give_both_figures(tmp_path):
     """Issue 26's sensitivity study: lambda around |Q^S| = 1e6 and |Q^S| around lambda = 0.1, two sweeps, one folder."""
     pytest.importorskip("rliable")

@@ -50,7 +50,7 @@ from semzoo.run.report import (
     score_table,
     table_markdown,
 )
-from semzoo.run.rundir import ABSOLUTE_FILE, FINAL_FILE, setting_name, varying_settings
+from semzoo.run.rundir import ABSOLUTE_FILE, FINAL_FILE, run_variant, setting_name, varying_settings
 
 MARL_EVAL_FILE = "marl_eval.json"
 """The export for marl-eval: named for its reader, and unlike ``metrics.csv`` of a run directory."""
@@ -227,9 +227,9 @@ SEM = "sem"
 """The memory every other memory is also compared with (``memory_pairs``): the paper's."""
 
 
-def memory_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
+def memory_pairs(algos: Sequence[str], *, over_sem: bool = True) -> list[tuple[str, str]]:
     """(<memory>-X, X) for each memory variant (a registered memory's prefix) whose base X is among ``algos``;
-    then (<memory>-X, sem-X) for each other memory whose SEM variant is among them.
+    then, unless ``over_sem`` is False, (<memory>-X, sem-X) for each other memory whose SEM variant is among them.
 
     ``algos`` are run labels (``rundir.run_labels``): ``sem-qmix lam=0.3`` pairs with ``qmix``, its memory
     settings dropped, and ``sem-qmix lr=0.001`` with ``qmix lr=0.001``; ``emc-qmix`` pairs with ``qmix``, then
@@ -237,7 +237,7 @@ def memory_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
     """
     memory_settings = {setting_name(f.key) for f in config_fields() if f.section == "memory"}
     memories = memory_names()
-    over_base, over_sem = [], []
+    over_base, over_sem_pairs = [], []
     for label in sorted(algos):
         algo, *settings = label.split(" ")
         kind, sep, base = algo.partition("-")
@@ -246,9 +246,9 @@ def memory_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
             continue
         if base in algos:
             over_base.append((label, base))
-        if kind != SEM and f"{SEM}-{base}" in algos:
-            over_sem.append((label, f"{SEM}-{base}"))
-    return over_base + over_sem
+        if over_sem and kind != SEM and f"{SEM}-{base}" in algos:
+            over_sem_pairs.append((label, f"{SEM}-{base}"))
+    return over_base + over_sem_pairs
 
 
 @dataclass(frozen=True)
@@ -517,24 +517,19 @@ def sensitivities(runs: Sequence[RunSeries]) -> list[Sensitivity]:
     for run in runs:
         if run.config is not None:
             labels.setdefault(run.config.algo, {})[run.algo] = run.config
-    pairs = dict(memory_pairs(sorted({run.algo for run in runs})))
+    bases_of = dict(memory_pairs(sorted({run.algo for run in runs}), over_sem=False))
     defaults = {f.key: f.default for f in config_fields()}
-
-    def value(config: Any, key: str) -> Any:
-        section, dot, name = key.partition(".")
-        return getattr(getattr(config, section), name) if dot else getattr(config, key)
-
     out = []
     for algo, configs in sorted(labels.items()):
         varying = varying_settings(list(configs.values()))
+        variants = {label: run_variant(config) for label, config in configs.items()}  # settings off their defaults
         for key in varying:
-            others = [k for k in varying if k != key]
-            values = {label: value(config, key) for label, config in configs.items()
-                      if all(value(config, k) == defaults[k] for k in others)}
+            values = {label: variant.get(key, defaults[key]) for label, variant in variants.items()
+                      if not any(k in variant for k in varying if k != key)}
             if len(values) < 2 or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                           for x in values.values()):
                 continue
-            bases = {pairs[label] for label in values if label in pairs}
+            bases = {bases_of[label] for label in values if label in bases_of}
             out.append(Sensitivity(algo=algo, key=key, values={k: float(v) for k, v in values.items()},
                                    base=bases.pop() if len(bases) == 1 else None))
     return out
