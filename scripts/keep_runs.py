@@ -18,8 +18,7 @@ import shutil
 from pathlib import Path
 
 from semzoo import absolute_metric
-from semzoo.run.protocol import ABSOLUTE_FILE
-from semzoo.run.rundir import CONFIG_FILE, FINAL_FILE, METRICS_FILE
+from semzoo.run.rundir import ABSOLUTE_FILE, CONFIG_FILE, FINAL_FILE, METRICS_FILE, run_finished
 
 KEPT = (CONFIG_FILE, METRICS_FILE, FINAL_FILE, ABSOLUTE_FILE)
 
@@ -36,7 +35,7 @@ def main() -> None:
     if not runs:
         parser.error(f"no run directories under {args.study} (none holds {CONFIG_FILE})")
     for run in runs:
-        if not (run / FINAL_FILE).exists():
+        if not run_finished(run):
             print(f"{run.name}: not finished, left alone")
             continue
         if not (run / ABSOLUTE_FILE).exists():
