@@ -36,6 +36,7 @@ import numpy as np
 from semzoo.config import config_fields
 from semzoo.episodic.memory import memory_names
 from semzoo.errors import MissingDependency
+from semzoo.run.paper import PaperCell, paper_cells, paper_markdown
 from semzoo.run.report import (
     RunSeries,
     _colours,
@@ -647,6 +648,8 @@ class Report:
     markdown: str
     files: list[Path]
     wall_costs: list[WallCost] = field(default_factory=list)
+    beside_paper: list[PaperCell] = field(default_factory=list)
+    """The score-table cells the paper also reports (``semzoo.run.paper``), with its number beside each."""
 
 
 def check_steps(runs: Sequence[RunSeries], metric: str, at: Sequence[int]) -> None:
@@ -729,8 +732,15 @@ def report(root: str | Path, at: Sequence[int], metric: str | None = None, out: 
     if costs:
         sections += ["", _wall_cost_table(costs)]
 
-    sections += ["", "## The paper's scores across maps (mean over seeds)", "",
-                 table_markdown(score_table(runs, at, metric), metric)]
+    scores = score_table(runs, at, metric)
+    sections += ["", "## The paper's scores across maps (mean over seeds)", "", table_markdown(scores, metric)]
+    beside_paper = paper_cells(scores, metric)
+    if beside_paper:
+        sections += ["", "## Beside the paper's numbers (SMAC on StarCraft II, its appendix tables)", "",
+                     "Win rate in %, mean over seeds. The paper ran StarCraft II and these runs another simulator "
+                     "(SMAX's units, reward and observations differ), so levels do not compare across the two; "
+                     "the direction, whether SEM-X is ahead of X, can agree or not.", "",
+                     paper_markdown(beside_paper)]
 
     figures = []
     for sensitivity in sensitivities(runs):
@@ -751,7 +761,8 @@ def report(root: str | Path, at: Sequence[int], metric: str | None = None, out: 
     path = out / REPORT_FILE
     path.write_text(markdown)
     return Report(metric=metric, at=list(at), aggregates=all_aggregates, improvements=all_improvements,
-                  markdown=markdown, files=[path, profile, curves, export, *figures], wall_costs=costs)
+                  markdown=markdown, files=[path, profile, curves, export, *figures], wall_costs=costs,
+                  beside_paper=beside_paper)
 
 
 __all__ = [

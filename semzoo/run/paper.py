@@ -1,0 +1,141 @@
+"""The paper's own numbers, to set beside a recomputed score table (``semzoo report``).
+
+SEM's paper reports, per SMAC map, the mean test win rate over its seeds at 0.25M and 0.5M env steps for
+eight methods (appendix tables "The mean test battle won P^0.25M / P^0.5M ... on eight maps of SMAC", in
+``shared/paper/sem.tex``), and Table 1's mean and median over those eight maps. Its WQMIX is the centrally
+weighted one (its footnote), which semzoo calls ``cw-qmix``.
+
+Only cells that can be compared are set side by side: the same map (a ``smax:<map>`` or ``smac:<map>`` env),
+the same algorithm id at the paper's defaults (a label with settings off the defaults, such as a lambda
+sweep's, is another method), the same step, and the win rate. The paper ran StarCraft II; SMAX is another
+simulator with its own unit stats, reward and observations (docs/smac.md), so a level here says nothing
+about a level there: what can agree is the direction, whether SEM-X is ahead of X on that map and step.
+That is what ``direction`` reads, for the paper's numbers and for the recomputed ones alike.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from semzoo.run.report import SUMMARY_ENVS, TableRow
+
+PAPER_STEPS = (250_000, 500_000)
+PAPER_METRIC = "test_win_rate"
+SMAC_FAMILIES = ("smax", "smac")
+"""Env families whose task is a SMAC map name (SMAX runs the maps without StarCraft; smac: is StarCraft II)."""
+
+PAPER_ALGOS = ("vdn", "sem-vdn", "qmix", "sem-qmix", "qplex", "sem-qplex", "cw-qmix", "sem-cw-qmix")
+PAPER_MAPS = ("1c3s5z", "2s_vs_1sc", "2s3z", "3s5z", "27m_vs_30m", "2c_vs_64zg", "MMM2", "bane_vs_bane")
+
+_WIN_PERCENT = {
+    # step -> algo -> win rate in % per map, in PAPER_MAPS order (sem.tex, appendix tables tb_0.25M, tb_0.5M)
+    250_000: {
+        "vdn": (1, 66, 53, 1, 0, 0, 0, 85),
+        "sem-vdn": (25, 66, 71, 24, 0, 0, 0, 99),
+        "qmix": (34, 7, 61, 30, 0, 0, 0, 32),
+        "sem-qmix": (70, 28, 89, 66, 0, 0, 0, 99),
+        "qplex": (61, 99, 83, 31, 0, 0, 0, 87),
+        "sem-qplex": (60, 77, 90, 77, 0, 0, 0, 99),
+        "cw-qmix": (17, 63, 44, 23, 0, 0, 0, 61),
+        "sem-cw-qmix": (64, 17, 89, 63, 0, 0, 3, 100),
+    },
+    500_000: {
+        "vdn": (14, 94, 81, 14, 0, 0, 0, 60),
+        "sem-vdn": (67, 100, 89, 61, 1, 21, 0, 98),
+        "qmix": (61, 31, 91, 62, 5, 0, 1, 24),
+        "sem-qmix": (83, 69, 91, 84, 6, 0, 6, 100),
+        "qplex": (87, 99, 98, 80, 4, 1, 0, 97),
+        "sem-qplex": (87, 98, 99, 92, 14, 17, 0, 100),
+        "cw-qmix": (48, 88, 78, 49, 0, 2, 0, 99),
+        "sem-cw-qmix": (72, 19, 95, 75, 5, 35, 15, 100),
+    },
+}
+
+PAPER_WIN_RATE: dict[tuple[str, str, int], float] = {
+    (task, algo, step): percent / 100
+    for step, by_algo in _WIN_PERCENT.items()
+    for algo, row in by_algo.items()
+    for task, percent in zip(PAPER_MAPS, row, strict=True)
+}
+"""(map, algo, step) -> the paper's mean test win rate in [0, 1]."""
+
+
+@dataclass(frozen=True)
+class PaperCell:
+    """One (map, algorithm, step) that the paper reports and a score table recomputed."""
+
+    env: str
+    task: str
+    algo: str
+    step: int
+    paper: float
+    here: float
+    """The mean over seeds of the recomputed table."""
+    seeds: int
+    """Seeds that reached the step (at least 1)."""
+
+
+def paper_cells(rows: Sequence[TableRow], metric: str) -> list[PaperCell]:
+    """The cells of ``score_table`` rows that the paper also reports (none for another metric)."""
+    if metric != PAPER_METRIC:
+        return []
+    cells = []
+    for row in rows:
+        if row.env in SUMMARY_ENVS or row.seeds == 0:  # score_table has a row for every algo on every env
+            continue
+        family, _, task = row.env.partition(":")
+        paper = PAPER_WIN_RATE.get((task, row.algo, row.step))
+        if family in SMAC_FAMILIES and paper is not None:
+            cells.append(PaperCell(env=row.env, task=task, algo=row.algo, step=row.step, paper=paper,
+                                   here=row.value, seeds=row.seeds))
+    return cells
+
+
+def direction(with_memory: float, base: float) -> str:
+    """Whether SEM-X is ahead of X: 'SEM ahead', 'base ahead', 'tie', or 'n/a' where a side is missing."""
+    if math.isnan(with_memory) or math.isnan(base):
+        return "n/a"
+    if with_memory == base:
+        return "tie"
+    return "SEM ahead" if with_memory > base else "base ahead"
+
+
+def paper_markdown(cells: Sequence[PaperCell]) -> str:
+    """One row per (map, step, base algorithm): X and SEM-X, paper / here, and the direction in each.
+
+    A pair shows when the paper reports both and the runs hold at least one of them; '-' marks a side with
+    no run at that step. Win rates in whole %, as the paper writes them (halves round up); 'here' is the
+    mean over the seeds counted in brackets.
+    """
+    found = {(c.env, c.algo, c.step): c for c in cells}
+    lines = ["| map, step | X | X: paper / here | SEM-X: paper / here | SEM-X > X? paper / here |",
+             "|---|---|---|---|---|"]
+    for env in dict.fromkeys(c.env for c in cells):
+        task = env.partition(":")[2]
+        for step in sorted({c.step for c in cells if c.env == env}):
+            for base in (a for a in PAPER_ALGOS if not a.startswith("sem-")):
+                pair = found.get((env, base, step)), found.get((env, f"sem-{base}", step))
+                if pair == (None, None):
+                    continue
+                paper = PAPER_WIN_RATE[(task, base, step)], PAPER_WIN_RATE[(task, f"sem-{base}", step)]
+                here = tuple(math.nan if c is None else c.here for c in pair)
+                sides = [f"{_percent(p)} / {_here(c)}" for p, c in zip(paper, pair, strict=True)]
+                lines.append(f"| {env}, {step / 1e6:g}M | {base} | {sides[0]} | {sides[1]} | "
+                             f"{direction(paper[1], paper[0])} / {direction(here[1], here[0])} |")
+    return "\n".join(lines)
+
+
+def _percent(value: float) -> int:
+    """A rate in [0, 1] as whole %, halves up (0.125 -> 13; format's round-half-even would write 12)."""
+    return math.floor(value * 100 + 0.5)
+
+
+def _here(cell: PaperCell | None) -> str:
+    if cell is None:
+        return "-"
+    return f"{_percent(cell.here)} ({cell.seeds} seed{'' if cell.seeds == 1 else 's'})"
+
+
+__all__ = ["PAPER_ALGOS", "PAPER_MAPS", "PAPER_WIN_RATE", "PaperCell", "direction", "paper_cells", "paper_markdown"]
