@@ -5,7 +5,8 @@ none yet (its best checkpoint on 10x the test episodes, ``semzoo.absolute_metric
 ``config.json``, ``metrics.csv``, ``final.json`` and ``absolute.json`` into DEST/<run name>/. Checkpoints,
 TensorBoard events and the replay buffer stay behind (gigabytes); what is kept is what ``semzoo report``,
 ``semzoo table`` and ``semzoo plot`` read, so the study's tables and figures can be derived again from DEST.
-Unfinished runs are listed and left alone.
+Unfinished runs are listed and left alone. Each kept run gets a summary line, the figures a results page
+tabulates per run: the metric at each ``--at`` step, the absolute metric and the run's wall time.
 
     python scripts/keep_runs.py /work/study/smax-2s3z-grid docs/results/smax-2s3z-grid
 """
@@ -14,13 +15,35 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import json
 import shutil
 from pathlib import Path
 
 from semzoo import absolute_metric
+from semzoo.run.protocol import read_absolute
+from semzoo.run.report import load_run, resolve_metric
 from semzoo.run.rundir import ABSOLUTE_FILE, CONFIG_FILE, FINAL_FILE, METRICS_FILE, run_finished
 
 KEPT = (CONFIG_FILE, METRICS_FILE, FINAL_FILE, ABSOLUTE_FILE)
+
+
+def _steps(step: int) -> str:
+    """250000 -> '250k'; a count that is not whole thousands as it is (1,234)."""
+    return f"{step // 1000}k" if step and step % 1000 == 0 else f"{step:,}"
+
+
+def summary(run: Path, at: list[int]) -> str:
+    """'test_win_rate 0.72 at 250k, 0.91 at 500k; test_return_mean 1.68 at 250k, 1.90 at 500k; absolute 0.87
+    (agent of 500k); 79 min' for a finished run."""
+    series = load_run(run)
+    metric = resolve_metric([series], None)
+    shown = dict.fromkeys(name for name in (metric, "test_return_mean") if name in series.metrics)
+    scores = "; ".join(f"{name} " + ", ".join(f"{series.value_at(name, step):.2f} at {_steps(step)}" for step in at)
+                       for name in shown)
+    record = read_absolute(run)
+    absolute = "" if record is None else f"; absolute {record[metric]:.2f} (agent of {_steps(record['step'])})"
+    minutes = json.loads((run / FINAL_FILE).read_text())["wall_time"] / 60
+    return f"{scores}{absolute}; {minutes:.0f} min"
 
 
 def main() -> None:
@@ -28,9 +51,14 @@ def main() -> None:
     parser.add_argument("study", type=Path, help="folder of run directories (a sweep's --out)")
     parser.add_argument("dest", type=Path, help="where to keep them (e.g. docs/results/<study>)")
     parser.add_argument("--device", default="cpu", help="device of the absolute metric's evaluation")
+    parser.add_argument("--at", default="250000,500000", help="env steps of the summary lines (comma-separated)")
     args = parser.parse_args()
     if not args.study.is_dir():
         parser.error(f"study folder {str(args.study)!r} does not exist; give a sweep's --out folder")
+    try:
+        at = [int(step) for step in args.at.split(",")]
+    except ValueError:
+        parser.error(f"--at {args.at!r}: expected comma-separated env-step counts, e.g. 250000,500000")
     runs = sorted(p.parent for p in args.study.glob(f"*/{CONFIG_FILE}"))
     if not runs:
         parser.error(f"no run directories under {args.study} (none holds {CONFIG_FILE})")
@@ -40,8 +68,8 @@ def main() -> None:
             continue
         if not (run / ABSOLUTE_FILE).exists():
             record = absolute_metric(run, device=args.device)
-            print(f"{run.name}: absolute metric {record['test_win_rate']:.3f} win rate over {record['episodes']} "
-                  f"episodes (agent of {record['step']:,} env steps)")
+            print(f"{run.name}: absolute metric computed over {record['episodes']} episodes (agent of "
+                  f"{record['step']:,} env steps)")
         target = args.dest / run.name
         target.mkdir(parents=True, exist_ok=True)
         copied = [name for name in KEPT
@@ -49,6 +77,7 @@ def main() -> None:
         for name in copied:
             shutil.copy2(run / name, target / name)
         print(f"{run.name}: {'kept ' + ', '.join(copied) if copied else 'already kept'} in {target}")
+        print(f"  {summary(target, at)}")
 
 
 if __name__ == "__main__":
