@@ -28,8 +28,8 @@ KEPT = (CONFIG_FILE, METRICS_FILE, FINAL_FILE, ABSOLUTE_FILE)
 
 
 def _steps(step: int) -> str:
-    """250000 -> '250k'; a count that is not whole thousands as it is (1,234)."""
-    return f"{step // 1000}k" if step and step % 1000 == 0 else f"{step:,}"
+    """250000 -> '250k', 500226 -> '500k' (a checkpoint's step, to the thousand); below 10,000 as it is."""
+    return f"{step / 1000:.0f}k" if step >= 10_000 else f"{step:,}"
 
 
 def summary(run: Path, at: list[int]) -> str:
