@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from semzoo.run.report import SUMMARY_ENVS, TableRow
 
-PAPER_STEPS = (250_000, 500_000)
 PAPER_METRIC = "test_win_rate"
 SMAC_FAMILIES = ("smax", "smac")
 """Env families whose task is a SMAC map name (SMAX runs the maps without StarCraft; smac: is StarCraft II)."""
