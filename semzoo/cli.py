@@ -347,12 +347,10 @@ def _memory_plan(config: TrainConfig, runs: int = 1, label: str = "") -> None:
     """Print the memory plan of ``runs`` runs of ``config`` (one line, stderr); exit 1 when its worst case cannot fit."""
     from semzoo.run import memory_plan
 
-    sizes = memory_plan.env_sizes(config)
-    plan = memory_plan.plan(config, sizes, runs=runs)
-    available = memory_plan.available_memory()
-    reason = memory_plan.refusal(config, sizes, plan, available)
-    if reason is not None:
-        fail(label + reason)
+    try:
+        plan, available = memory_plan.check(config, memory_plan.env_sizes(config), runs=runs)
+    except memory_plan.MemoryPlanRefused as refused:
+        fail(label + str(refused))
     typer.echo(label + plan.line(available), err=True)
 
 

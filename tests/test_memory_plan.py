@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from conftest import NO_ACTOR_FLAGS
 from typer.testing import CliRunner
@@ -100,3 +102,31 @@ def test_the_refusal_of_a_big_map_names_a_buffer_size_that_fits():
     size = int(reason.split("--buffer-size ")[1].split(";")[0])
     smaller = TrainConfig(env="smax:27m_vs_30m", algo="qmix", steps=500_000, learner=LearnerConfig(buffer_size=size))
     assert plan(smaller, SMAX_27M).worst <= MEMORY_MARGIN * 24e9
+
+
+TINY_CONFIG = TrainConfig(env="matrix:climbing", algo="qmix", steps=100, sequential=True, test_episodes=4,
+                          learner=LearnerConfig(batch_size=4, buffer_size=32))
+
+
+def test_a_run_started_from_python_is_refused_in_the_same_line_before_it_allocates(monkeypatch, tmp_path):
+    import semzoo
+
+    config = dataclasses.replace(TINY_CONFIG, out=str(tmp_path))
+    fake_memory(monkeypatch, 10_000_000)
+    with pytest.raises(memory_plan.MemoryPlanRefused, match=r"^memory plan: matrix:climbing qmix .* 10 MB available"):
+        semzoo.train(config, progress=False, tensorboard=False)
+    assert not list(tmp_path.rglob("config.json")) and not list(tmp_path.rglob("*.ckpt"))
+    assert issubclass(memory_plan.MemoryPlanRefused, ValueError)  # the CLI's one-line handling catches it
+
+
+def test_a_seeds_group_started_from_python_is_refused_for_the_runs_together(monkeypatch, tmp_path):
+    import semzoo
+
+    config = dataclasses.replace(TINY_CONFIG, out=str(tmp_path))
+    one_run = plan(config, memory_plan.env_sizes(config)).run_worst
+    fake_memory(monkeypatch, int(2.5 * one_run / MEMORY_MARGIN))  # one run fits, two do, three do not
+    with pytest.raises(memory_plan.MemoryPlanRefused, match=r"3 runs of matrix:climbing qmix .* 2 runs fit"):
+        semzoo.train_seeds(config, [0, 1, 2], progress=False, tensorboard=False)
+    assert not any(tmp_path.iterdir())  # refused before any run was built
+    semzoo.train_seeds(config, [0, 1], progress=False, tensorboard=False)  # two fit: they train
+    assert len(list(tmp_path.rglob("final.json"))) == 2

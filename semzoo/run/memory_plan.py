@@ -12,7 +12,8 @@
                     learning) and a sampled batch of ``batch_size`` with its activations (an estimate)
     per run         ``RUN_OVERHEAD_BYTES`` for what a run owns besides (env, logger, allocator slack)
 
-Policy: a run (or a ``--seeds`` group of K runs, K times one run) is refused when its *worst case* exceeds
+Policy: a run (or a ``--seeds`` group of K runs, K times one run) is refused (``check``: the CLI before it builds
+anything, ``Trainer`` and ``MultiTrainer.create`` for runs started from Python) when its *worst case* exceeds
 ``MEMORY_MARGIN`` of the machine's available memory (``MemAvailable`` of /proc/meminfo, psutil elsewhere).
 Refusing on the worst case, not the expected size, is the simple rule that cannot end in the kernel's
 out-of-memory kill: a run that passes the plan cannot outgrow the machine whatever its episodes' lengths.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from semzoo.config import TrainConfig
 from semzoo.replay.buffer import FIRST_SLOT, grown_slots, growth_transient_bytes, slot_bytes, worst_case_slots
@@ -55,6 +57,16 @@ class EnvSizes:
     state_dim: int
     n_actions: int
     episode_limit: int
+
+    @classmethod
+    def of(cls, env: Any, episode_limit: int) -> EnvSizes:
+        """The sizes of a CTDE env (``CTDEEnv`` or a vector of them): its own attributes, the run's episode limit."""
+        return cls(n_agents=int(env.n_agents), obs_dim=int(env.obs_dim), state_dim=int(env.state_dim),
+                   n_actions=int(env.n_actions), episode_limit=int(episode_limit))
+
+
+class MemoryPlanRefused(ValueError):
+    """A run, or a group of runs, whose worst case cannot fit this machine; the message is ``refusal``'s one line."""
 
 
 @dataclass(frozen=True)
@@ -108,8 +120,7 @@ def env_sizes(config: TrainConfig) -> EnvSizes:
 
     ctde = CTDEEnv(make_env(config.env, **config.env_args), episode_limit=config.episode_limit)
     try:
-        return EnvSizes(n_agents=ctde.n_agents, obs_dim=ctde.obs_dim, state_dim=ctde.state_dim,
-                        n_actions=ctde.n_actions, episode_limit=int(config.episode_limit or ctde.episode_limit))
+        return EnvSizes.of(ctde, config.episode_limit or ctde.episode_limit)
     finally:
         ctde.close()
 
@@ -256,6 +267,22 @@ def refusal(config: TrainConfig, sizes: EnvSizes, the_plan: MemoryPlan, availabl
             f"{MEMORY_MARGIN:.0%}): {'; '.join(options)}")
 
 
+def check(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1) -> tuple[MemoryPlan, int | None]:
+    """The plan of ``runs`` runs of ``config`` and the machine's available bytes (None when unknown).
+
+    Raises ``MemoryPlanRefused`` (a ``ValueError``) with ``refusal``'s one line when the worst case cannot fit. The
+    CLI calls it before it builds a run, to print the plan; ``Trainer`` calls it again once its env is built, so a
+    run started from Python (``semzoo.train``, a sweep's worker, a resume) is refused the same way before its replay
+    buffer can outgrow the machine.
+    """
+    the_plan = plan(config, sizes, runs=runs)
+    available = available_memory()
+    reason = refusal(config, sizes, the_plan, available)
+    if reason is not None:
+        raise MemoryPlanRefused(reason)
+    return the_plan, available
+
+
 def peak_rss_bytes() -> int:
     """This process's peak resident memory (``ru_maxrss``), in bytes; 0 where unknown."""
     try:
@@ -268,4 +295,5 @@ def peak_rss_bytes() -> int:
     return int(rss if sys.platform == "darwin" else rss * 1024)
 
 
-__all__ = ["EnvSizes", "MemoryPlan", "available_memory", "env_sizes", "peak_rss_bytes", "plan", "refusal"]
+__all__ = ["EnvSizes", "MemoryPlan", "MemoryPlanRefused", "available_memory", "check", "env_sizes", "peak_rss_bytes",
+           "plan", "refusal"]

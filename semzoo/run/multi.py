@@ -34,6 +34,7 @@ import numpy as np
 
 from semzoo.config import TrainConfig
 from semzoo.learners.stacked import StackedUpdate
+from semzoo.run import memory_plan
 from semzoo.run.rundir import new_run_dir
 from semzoo.run.stopping import RunStopped, StopRequest, stop_on_signals
 from semzoo.run.trainer import Progress, Trainer
@@ -111,6 +112,8 @@ class MultiTrainer:
         if config.run_name and len(seeds) > 1:
             raise ValueError(f"run_name={config.run_name!r} names one run; the runs of --seeds take the default "
                              "names <env>_<algo>_seed<seed>: drop --run-name")
+        if len(seeds) > 1:  # each Trainer checks its own run's plan; the K runs together are checked before any exists
+            memory_plan.check(config, memory_plan.env_sizes(config), runs=len(seeds))
         trainers: list[Trainer] = []
         try:
             for seed in seeds:

@@ -63,11 +63,12 @@ from semzoo import algos
 from semzoo.config import TrainConfig
 from semzoo.envs.registry import make_vec_env
 from semzoo.replay.buffer import EpisodeReplayBuffer
+from semzoo.run import memory_plan
 from semzoo.run.actor import ActorProcess, ActorStartError
 from semzoo.run.checkpoint import CheckpointManager, write_atomic
 from semzoo.run.device import resolve_device
 from semzoo.run.evaluation import SEED_STRIDE, EvalResult, eval_env_seeds, greedy_episodes
-from semzoo.run.memory_plan import peak_rss_bytes
+from semzoo.run.memory_plan import EnvSizes, peak_rss_bytes
 from semzoo.run.rundir import (
     CONFIG_FILE,
     FINAL_FILE,
@@ -169,6 +170,9 @@ class Trainer:
                           "the episodic table is never written and E = y throughout; lower --pending-size", stacklevel=3)
         self.env = make_vec_env(config)
         self.max_t = int(config.episode_limit or self.env.episode_limit)
+        # Refused here, before the memory and the replay buffer exist, when the worst case cannot fit: the CLI checked
+        # already, but a run started from Python, a sweep's worker or a resume on a smaller machine had not.
+        memory_plan.check(config, EnvSizes.of(self.env, self.max_t))
         parts = algos.build(config, self.env, self.device)
         self.algo, self.agent, self.mixer, self.memory, self.learner = (parts.algo, parts.agent, parts.mixer,
                                                                         parts.memory, parts.learner)
