@@ -27,6 +27,13 @@ comparison in float32 gives 1e-6 to 1e-1. A change of learning is 1e-4 or more i
 rate 0.1 % off moves the first logged TD loss by 8.7e-5 to 1.3e-3), so the margin is four orders of magnitude
 on both sides. ``tests/test_golden.py`` shows that small changes of learning fail against the recording.
 
+Checked on the other vendor (2026-11-25, a 2-core AMD EPYC with AVX-512, the recording made on the Intel Xeon):
+all 51 golden tests pass natively, and the largest relative difference of a golden run's rows against the
+recording is 1.7e-11 (climbing QPLEX), 7.5e-12 (two-step SEM-QMIX), 6.3e-14 (climbing CW-QMIX) and 9.1e-16
+(SMAX 3m SAEM-QPLEX) on the pinned paths; unpinned (the AMD's own AVX-512 kernels, MKL and XLA paths) 2.6e-12,
+1.4e-11, 3.8e-13 and 2.5e-8 (SMAX 3m, whose XLA dynamics then compile for this CPU): all below ``REL``. Measured
+with ``python scripts/golden_drift.py [--native]``.
+
 Float64 runs start from other initial weights (the initialisers draw in float64), so the golden rows are not
 the rows of a float32 run of the same seed: they pin what the code computes, which a refactor must keep. A
 float32-only change (a cast that rounds) could pass them; the exactness tests (two runs of one seed, resume)
