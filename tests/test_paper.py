@@ -7,7 +7,18 @@ import math
 import pytest
 from test_protocol import REPS, write_run
 
-from semzoo.run.paper import PAPER_WIN_RATE, direction, paper_cells, paper_markdown
+from semzoo.run.paper import (
+    PAPER_ALGOS,
+    PAPER_MAPS,
+    PAPER_TABLE_1,
+    PAPER_WIN_RATE,
+    direction,
+    paper_cells,
+    paper_markdown,
+    table_1_cells,
+    table_1_markdown,
+    table_1_rows,
+)
 from semzoo.run.protocol import report
 from semzoo.run.report import TableRow
 
@@ -20,6 +31,17 @@ def test_the_paper_tables_are_transcribed_cell_by_cell():
     assert PAPER_WIN_RATE[("MMM2", "sem-cw-qmix", 250_000)] == 0.03
     assert PAPER_WIN_RATE[("bane_vs_bane", "qmix", 500_000)] == 0.24
     assert len(PAPER_WIN_RATE) == 2 * 8 * 8  # steps x algorithms x maps
+
+
+@pytest.mark.parametrize("key", sorted(PAPER_TABLE_1))
+def test_table_1_follows_from_the_appendix_tables_to_within_a_point(key):
+    # Two transcriptions of one paper checked against each other: Table 1 is the mean and median over the
+    # eight maps of the appendix numbers (the paper rounded each map's number after computing Table 1).
+    base, step = key
+    per_map = [(PAPER_WIN_RATE[(m, base, step)], PAPER_WIN_RATE[(m, f"sem-{base}", step)]) for m in PAPER_MAPS]
+    recomputed = [100 * v for v in table_1_cells(per_map)]
+    assert recomputed == pytest.approx(PAPER_TABLE_1[key], abs=1.0)
+    assert {b for b, _ in PAPER_TABLE_1} == {a for a in PAPER_ALGOS if not a.startswith("sem-")}
 
 
 def row(env, algo, step=500_000, value=0.5, seeds=3):
@@ -71,5 +93,34 @@ def test_report_on_maps_the_paper_did_not_run_has_no_such_section(tmp_path):
     root = tmp_path / "runs"
     write_run(root, "smax:3m", "qmix", 0, {250_000: 0.5, 500_000: 0.6})
     result = report(root, at=[250_000, 500_000], reps=REPS, out=tmp_path / "report")
-    assert result.beside_paper == []
-    assert "Beside the paper" not in result.markdown
+    assert result.beside_paper == [] and result.table_1 == []
+    assert "Beside the paper" not in result.markdown and "Table 1 layout" not in result.markdown
+
+
+def test_table_1_pools_only_maps_with_both_sides_and_never_two_simulators():
+    rows = [row("smax:2s3z", "qmix", value=0.2, seeds=5), row("smax:2s3z", "sem-qmix", value=0.6, seeds=4),
+            row("smax:3s5z", "qmix", value=0.4), row("smax:3s5z", "sem-qmix", value=1.0),
+            row("smax:27m_vs_30m", "qmix", value=0.0),  # no SEM-QMIX there: out of the row
+            row("smac:2s3z", "vdn", value=0.9), row("smac:2s3z", "sem-vdn", value=0.95, seeds=1)]
+    table = table_1_rows(paper_cells(rows, "test_win_rate"))
+    assert [(r.family, r.base, r.maps, r.seeds) for r in table] == [("smax", "qmix", ("2s3z", "3s5z"), (4, 3)),
+                                                                   ("smac", "vdn", ("2s3z",), (1,))]
+    qmix = table[0]
+    assert qmix.here == pytest.approx((0.3, 0.8, 0.3, 0.8))
+    # The paper on 2s3z and 3s5z at 0.5M: QMIX 91 and 62, SEM-QMIX 91 and 84; Table 1 as printed.
+    assert qmix.paper_same_maps == pytest.approx((0.765, 0.875, 0.765, 0.875))
+    assert qmix.paper == pytest.approx((0.35, 0.55, 0.28, 0.76))
+    assert ("| qmix, 0.5M | smax: 2s3z (4), 3s5z (3) | 30 -> 80 | 77 -> 88 | 35 -> 55 | 30 -> 80 | 77 -> 88 | "
+            "28 -> 76 |") in table_1_markdown(table)
+
+
+def test_report_writes_the_table_1_layout(tmp_path):
+    root = tmp_path / "runs"
+    for env, (base, with_memory) in {"smax:2s3z": (0.25, 0.75), "smax:3s5z": (0.0, 0.5)}.items():
+        for algo, value in (("cw-qmix", base), ("sem-cw-qmix", with_memory)):
+            write_run(root, env, algo, 0, {250_000: value, 500_000: value})
+    result = report(root, at=[500_000], reps=REPS, out=tmp_path / "report")
+    assert [(r.base, r.step, r.maps) for r in result.table_1] == [("cw-qmix", 500_000, ("2s3z", "3s5z"))]
+    assert "## The paper's Table 1 layout over these maps" in result.markdown
+    # here 13 -> 63 (halves up); the paper on these maps: CW-QMIX 78, 49 and SEM-CW-QMIX 95, 75 at 0.5M.
+    assert "| 13 -> 63 | 64 -> 85 | 46 -> 52 |" in result.markdown

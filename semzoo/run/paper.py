@@ -16,6 +16,7 @@ That is what ``direction`` reads, for the paper's numbers and for the recomputed
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,6 +60,16 @@ PAPER_WIN_RATE: dict[tuple[str, str, int], float] = {
     for task, percent in zip(PAPER_MAPS, row, strict=True)
 }
 """(map, algo, step) -> the paper's mean test win rate in [0, 1]."""
+
+PAPER_TABLE_1: dict[tuple[str, int], tuple[int, int, int, int]] = {
+    # (base, step) -> mean w/o, mean w/, median w/o, median w/ in % over the eight maps (sem.tex, Table 1,
+    # "tb_results"; its WQMIX row is CW-QMIX). The appendix tables above give these to within a point: the
+    # paper computed them before rounding each map's number.
+    ("vdn", 250_000): (26, 36, 1, 25), ("vdn", 500_000): (33, 55, 14, 64),
+    ("qmix", 250_000): (21, 44, 18, 47), ("qmix", 500_000): (35, 55, 28, 76),
+    ("qplex", 250_000): (45, 50, 46, 69), ("qplex", 500_000): (58, 63, 84, 90),
+    ("cw-qmix", 250_000): (26, 42, 20, 40), ("cw-qmix", 500_000): (46, 52, 49, 54),
+}
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,81 @@ def paper_markdown(cells: Sequence[PaperCell]) -> str:
     return "\n".join(lines)
 
 
+Table1Cells = tuple[float, float, float, float]
+"""Mean of X, mean of SEM-X, median of X, median of SEM-X across maps, as rates in [0, 1]."""
+
+
+@dataclass(frozen=True)
+class Table1Row:
+    """Table 1's layout for one base X at one step, over the maps where runs hold both X and SEM-X."""
+
+    family: str
+    """``smax`` or ``smac``: maps of the two simulators are never pooled."""
+    base: str
+    step: int
+    maps: tuple[str, ...]
+    seeds: tuple[int, ...]
+    """Per map, the fewer of X's and SEM-X's seeds that reached the step."""
+    here: Table1Cells
+    """Across ``maps``, of the mean over seeds per map."""
+    paper_same_maps: Table1Cells
+    """The paper's appendix numbers across the same maps: what ``here`` compares with."""
+    paper: Table1Cells
+    """Table 1 as printed: across all eight maps of SMAC."""
+
+
+def table_1_cells(per_map: Sequence[tuple[float, float]]) -> Table1Cells:
+    """Table 1's four cells from (X, SEM-X) per map: the mean and the median across the maps of each side."""
+    base, with_memory = [p[0] for p in per_map], [p[1] for p in per_map]
+    return (statistics.fmean(base), statistics.fmean(with_memory),
+            statistics.median(base), statistics.median(with_memory))
+
+
+def table_1_rows(cells: Sequence[PaperCell]) -> list[Table1Row]:
+    """Table 1 recomputed per simulator family, base and step over the maps that have both X and SEM-X runs.
+
+    A map where only one side reached the step is left out of that row (a mean over other maps on each side
+    would not compare); the paper's cells over the same maps sit beside, and Table 1's own numbers after them.
+    """
+    found = {(c.env, c.algo, c.step): c for c in cells}
+    rows = []
+    for family in dict.fromkeys(c.env.partition(":")[0] for c in cells):
+        envs = list(dict.fromkeys(c.env for c in cells if c.env.startswith(f"{family}:")))
+        for step in sorted({c.step for c in cells}):
+            for base in (a for a in PAPER_ALGOS if not a.startswith("sem-")):
+                pairs = [(env, found.get((env, base, step)), found.get((env, f"sem-{base}", step))) for env in envs]
+                both = [(env.partition(":")[2], x, sem) for env, x, sem in pairs if x is not None and sem is not None]
+                if not both:
+                    continue
+                maps = tuple(task for task, _, _ in both)
+                rows.append(Table1Row(
+                    family=family, base=base, step=step, maps=maps,
+                    seeds=tuple(min(x.seeds, sem.seeds) for _, x, sem in both),
+                    here=table_1_cells([(x.here, sem.here) for _, x, sem in both]),
+                    paper_same_maps=table_1_cells([(PAPER_WIN_RATE[(task, base, step)],
+                                                    PAPER_WIN_RATE[(task, f"sem-{base}", step)]) for task in maps]),
+                    paper=_rates(PAPER_TABLE_1[(base, step)])))
+    return rows
+
+
+def table_1_markdown(rows: Sequence[Table1Row]) -> str:
+    """One line per (family, step, base): X -> SEM-X for the mean and the median, here / paper same maps / Table 1."""
+    lines = ["| X, step | maps (seeds) | mean X -> SEM-X: here | paper, same maps | Table 1 (8 maps) | "
+             "median X -> SEM-X: here | paper, same maps | Table 1 (8 maps) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        maps = ", ".join(f"{m} ({n})" for m, n in zip(r.maps, r.seeds, strict=True))
+        sources = (r.here, r.paper_same_maps, r.paper)
+        cells = [f"{_percent(src[i])} -> {_percent(src[i + 1])}" for i in (0, 2) for src in sources]
+        lines.append(f"| {r.base}, {r.step / 1e6:g}M | {r.family}: {maps} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _rates(percents: tuple[int, int, int, int]) -> Table1Cells:
+    mean_x, mean_sem, median_x, median_sem = percents
+    return mean_x / 100, mean_sem / 100, median_x / 100, median_sem / 100
+
+
 def _percent(value: float) -> int:
     """A rate in [0, 1] as whole %, halves up (0.125 -> 13; format's round-half-even would write 12)."""
     return math.floor(value * 100 + 0.5)
@@ -137,4 +223,5 @@ def _here(cell: PaperCell | None) -> str:
     return f"{_percent(cell.here)} ({cell.seeds} seed{'' if cell.seeds == 1 else 's'})"
 
 
-__all__ = ["PAPER_ALGOS", "PAPER_MAPS", "PAPER_WIN_RATE", "PaperCell", "direction", "paper_cells", "paper_markdown"]
+__all__ = ["PAPER_ALGOS", "PAPER_MAPS", "PAPER_TABLE_1", "PAPER_WIN_RATE", "PaperCell", "Table1Cells", "Table1Row",
+           "direction", "paper_cells", "paper_markdown", "table_1_cells", "table_1_markdown", "table_1_rows"]

@@ -36,7 +36,7 @@ import numpy as np
 from semzoo.config import config_fields
 from semzoo.episodic.memory import memory_names
 from semzoo.errors import MissingDependency
-from semzoo.run.paper import PaperCell, paper_cells, paper_markdown
+from semzoo.run.paper import PaperCell, Table1Row, paper_cells, paper_markdown, table_1_markdown, table_1_rows
 from semzoo.run.report import (
     RunSeries,
     _colours,
@@ -650,6 +650,8 @@ class Report:
     wall_costs: list[WallCost] = field(default_factory=list)
     beside_paper: list[PaperCell] = field(default_factory=list)
     """The score-table cells the paper also reports (``semzoo.run.paper``), with its number beside each."""
+    table_1: list[Table1Row] = field(default_factory=list)
+    """The paper's Table 1 (mean and median across maps of X and SEM-X) over the maps of ``beside_paper``."""
 
 
 def check_steps(runs: Sequence[RunSeries], metric: str, at: Sequence[int]) -> None:
@@ -741,6 +743,14 @@ def report(root: str | Path, at: Sequence[int], metric: str | None = None, out: 
                      "(SMAX's units, reward and observations differ), so levels do not compare across the two; "
                      "the direction, whether SEM-X is ahead of X, can agree or not.", "",
                      paper_markdown(beside_paper)]
+    table_1 = table_1_rows(beside_paper)
+    if table_1:
+        sections += ["", "## The paper's Table 1 layout over these maps", "",
+                     "Per base X, the mean and the median across maps of the win rate (each map's mean over seeds), "
+                     "X -> SEM-X in %, over the maps where both reached the step; beside them the paper's appendix "
+                     "numbers over the same maps, and its Table 1 over all eight maps of SMAC as printed. With two "
+                     "maps the median is the mean.", "",
+                     table_1_markdown(table_1)]
 
     figures = []
     for sensitivity in sensitivities(runs):
@@ -762,7 +772,7 @@ def report(root: str | Path, at: Sequence[int], metric: str | None = None, out: 
     path.write_text(markdown)
     return Report(metric=metric, at=list(at), aggregates=all_aggregates, improvements=all_improvements,
                   markdown=markdown, files=[path, profile, curves, export, *figures], wall_costs=costs,
-                  beside_paper=beside_paper)
+                  beside_paper=beside_paper, table_1=table_1)
 
 
 __all__ = [
