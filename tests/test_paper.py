@@ -9,6 +9,7 @@ from test_protocol import REPS, write_run
 
 from semzoo.run.paper import (
     PAPER_ALGOS,
+    PAPER_BASES,
     PAPER_MAPS,
     PAPER_TABLE_1,
     PAPER_WIN_RATE,
@@ -41,7 +42,8 @@ def test_table_1_follows_from_the_appendix_tables_to_within_a_point(key):
     per_map = [(PAPER_WIN_RATE[(m, base, step)], PAPER_WIN_RATE[(m, f"sem-{base}", step)]) for m in PAPER_MAPS]
     recomputed = [100 * v for v in table_1_cells(per_map)]
     assert recomputed == pytest.approx(PAPER_TABLE_1[key], abs=1.0)
-    assert {b for b, _ in PAPER_TABLE_1} == {a for a in PAPER_ALGOS if not a.startswith("sem-")}
+    assert {b for b, _ in PAPER_TABLE_1} == set(PAPER_BASES)
+    assert {*PAPER_BASES, *(f"sem-{b}" for b in PAPER_BASES)} == set(PAPER_ALGOS)
 
 
 def row(env, algo, step=500_000, value=0.5, seeds=3):

@@ -27,6 +27,8 @@ SMAC_FAMILIES = ("smax", "smac")
 """Env families whose task is a SMAC map name (SMAX runs the maps without StarCraft; smac: is StarCraft II)."""
 
 PAPER_ALGOS = ("vdn", "sem-vdn", "qmix", "sem-qmix", "qplex", "sem-qplex", "cw-qmix", "sem-cw-qmix")
+PAPER_BASES = tuple(a for a in PAPER_ALGOS if not a.startswith("sem-"))
+"""The four value-decomposition baselines X that the paper pairs with SEM-X."""
 PAPER_MAPS = ("1c3s5z", "2s_vs_1sc", "2s3z", "3s5z", "27m_vs_30m", "2c_vs_64zg", "MMM2", "bane_vs_bane")
 
 _WIN_PERCENT = {
@@ -125,7 +127,7 @@ def paper_markdown(cells: Sequence[PaperCell]) -> str:
     for env in dict.fromkeys(c.env for c in cells):
         task = env.partition(":")[2]
         for step in sorted({c.step for c in cells if c.env == env}):
-            for base in (a for a in PAPER_ALGOS if not a.startswith("sem-")):
+            for base in PAPER_BASES:
                 pair = found.get((env, base, step)), found.get((env, f"sem-{base}", step))
                 if pair == (None, None):
                     continue
@@ -178,16 +180,16 @@ def table_1_rows(cells: Sequence[PaperCell]) -> list[Table1Row]:
     for family in dict.fromkeys(c.env.partition(":")[0] for c in cells):
         envs = list(dict.fromkeys(c.env for c in cells if c.env.startswith(f"{family}:")))
         for step in sorted({c.step for c in cells}):
-            for base in (a for a in PAPER_ALGOS if not a.startswith("sem-")):
-                pairs = [(env, found.get((env, base, step)), found.get((env, f"sem-{base}", step))) for env in envs]
-                both = [(env.partition(":")[2], x, sem) for env, x, sem in pairs if x is not None and sem is not None]
+            for base in PAPER_BASES:
+                pairs = [(found.get((env, base, step)), found.get((env, f"sem-{base}", step))) for env in envs]
+                both = [(x, sem) for x, sem in pairs if x is not None and sem is not None]
                 if not both:
                     continue
-                maps = tuple(task for task, _, _ in both)
+                maps = tuple(x.task for x, _ in both)
                 rows.append(Table1Row(
                     family=family, base=base, step=step, maps=maps,
-                    seeds=tuple(min(x.seeds, sem.seeds) for _, x, sem in both),
-                    here=table_1_cells([(x.here, sem.here) for _, x, sem in both]),
+                    seeds=tuple(min(x.seeds, sem.seeds) for x, sem in both),
+                    here=table_1_cells([(x.here, sem.here) for x, sem in both]),
                     paper_same_maps=table_1_cells([(PAPER_WIN_RATE[(task, base, step)],
                                                     PAPER_WIN_RATE[(task, f"sem-{base}", step)]) for task in maps]),
                     paper=_rates(PAPER_TABLE_1[(base, step)])))
@@ -223,5 +225,5 @@ def _here(cell: PaperCell | None) -> str:
     return f"{_percent(cell.here)} ({cell.seeds} seed{'' if cell.seeds == 1 else 's'})"
 
 
-__all__ = ["PAPER_ALGOS", "PAPER_MAPS", "PAPER_TABLE_1", "PAPER_WIN_RATE", "PaperCell", "Table1Cells", "Table1Row",
+__all__ = ["PAPER_ALGOS", "PAPER_BASES", "PAPER_MAPS", "PAPER_TABLE_1", "PAPER_WIN_RATE", "PaperCell", "Table1Cells", "Table1Row",
            "direction", "paper_cells", "paper_markdown", "table_1_cells", "table_1_markdown", "table_1_rows"]
