@@ -42,7 +42,7 @@ def test_main_prints_one_row_per_algorithm_with_each_seeds_greedy_return(capsys:
         assert reached == f"{sum(r == 6 for r in returns)}/2"
         assert float(mean) == pytest.approx(sum(returns) / 2, abs=0.005)
         assert sum(int(n) for n in branches.split(" / ")) == 2  # every seed's greedy path counted once
-        assert float(seconds) > 0
+        assert float(seconds) >= 0  # printed to 0.1 s: a fast machine runs these tiny runs in under 0.05 s
     assert "4 runs, 1 workers" in output
 
 
