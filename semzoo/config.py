@@ -234,6 +234,10 @@ class LearnerConfig:
     """Hard target-network update period, in collected episodes."""
     double_q: bool = True
     """Pick the target's argmax with the online network (double Q-learning)."""
+    td_lambda: float = ranged(0.0, PROBABILITY, "0 is the one-step target of the paper and PyMARL; PyMARL2 uses 0.6 "
+                              "for QMIX on SMAC")
+    """lambda of TD(lambda) targets y_t = r_t + gamma (1 - term_t) [(1 - lambda) V(t+1) + lambda y_{t+1}] (PyMARL2's
+    build_td_lambda_targets); 0: the one-step target y_t = r_t + gamma (1 - term_t) V(t+1)."""
     updates_per_episode: float = ranged(1.0, POSITIVE)
     """Gradient updates per collected episode (Algorithm 1: one)."""
     timeout_as_terminal: bool = False
@@ -282,7 +286,7 @@ class TrainConfig:
     env_args: dict[str, Any] = field(default_factory=dict, metadata={FLAG: "env-arg"})
     """Keyword arguments for the environment factory."""
     algo: str = "sem-qmix"
-    """Algorithm id: <mixer> or <memory>-<mixer> with memory sem, saem, emc or emu, mixers vdn, qmix, qplex, cw-qmix,
+    """Algorithm id: <mixer> or <memory>-<mixer> with memory sem, saem, emc, emu or mc (the own-return ablation), mixers vdn, qmix, qplex, cw-qmix,
     ow-qmix (`semzoo algos` lists them)."""
     steps: int = ranged(100_000, NON_NEGATIVE)
     """Environment steps to train for."""

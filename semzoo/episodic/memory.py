@@ -58,8 +58,8 @@ if TYPE_CHECKING:
 
 NO_MEMORY = "none"
 """The memory of a plain id (``qmix``): a name no memory can take."""
-_BUILTIN = ("semzoo.episodic.tables", "semzoo.episodic.emc", "semzoo.episodic.emu")
-"""Modules whose import registers the built-in memories (SEM, SAEM, EMC, EMU)."""
+_BUILTIN = ("semzoo.episodic.tables", "semzoo.episodic.emc", "semzoo.episodic.emu", "semzoo.episodic.mc")
+"""Modules whose import registers the built-in memories (SEM, SAEM, EMC, EMU and the own-return ablation mc)."""
 
 
 class Memory(ABC):

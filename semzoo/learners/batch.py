@@ -53,3 +53,29 @@ class CleanBatch:
         A time limit is not a termination, so a truncated step bootstraps like any other.
         """
         return self.reward + gamma * (1.0 - self.terminated) * value_BT
+
+    def lambda_returns(self, value_BT: torch.Tensor, gamma: float, td_lambda: float,
+                       reward_BT: torch.Tensor | None = None) -> torch.Tensor:
+        """TD(lambda) targets of every step: [B,T], computed backwards (PyMARL2's ``build_td_lambda_targets``).
+
+            G_t = r_t + gamma (1 - term_t) [(1 - lambda) V_{t+1} + lambda G_{t+1}]
+
+        ``value_BT[:, t]`` is V_{t+1}, the bootstrap value of the state after step t. After the last real step
+        of an episode that did not terminate (a time limit) G_{t+1} is replaced by V_{t+1}, so that step's target
+        is the one-step target; after a real end nothing is bootstrapped. ``reward_BT`` (default: ``reward``)
+        lets a caller add an intrinsic reward. Padding steps hold values that no real step reads. At lambda 0
+        this is ``bootstrapped`` up to rounding. Tensor ops only, so it runs under ``torch.func.vmap``.
+        """
+        reward = self.reward if reward_BT is None else reward_BT
+        n_steps = reward.shape[1]
+        returns: list[torch.Tensor] = []
+        g_next = value_BT[:, n_steps - 1]
+        for t in range(n_steps - 1, -1, -1):
+            if t + 1 < n_steps:  # G_{t+1} where step t+1 is real, V_{t+1} after an episode's last step
+                g_next = torch.where(self.mask[:, t + 1] > 0, returns[-1], value_BT[:, t])
+            else:
+                g_next = value_BT[:, t]
+            blended = (1.0 - td_lambda) * value_BT[:, t] + td_lambda * g_next
+            returns.append(reward[:, t] + gamma * (1.0 - self.terminated[:, t]) * blended)
+        return torch.stack(returns[::-1], dim=1)
+

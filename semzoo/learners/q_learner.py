@@ -1,6 +1,7 @@
 """The one loss of eq. (6): double-Q TD target, the episodic target and their blend, with hooks for WQMIX.
 
     y_t = r_t + r^i_t + gamma (1 - term_t) V(t+1),  V(t+1) = Q_tot(tau_{t+1}, argmax_u Q(tau_{t+1}, u; theta), s_{t+1}; theta^-)
+         (with td_lambda > 0, TD(lambda): y_t = r_t + r^i_t + gamma (1 - term_t) [(1 - lambda) V(t+1) + lambda y_{t+1}])
     E_t = the memory's episodic target (SEM eq. 7, SAEM eq. 4; E_t = y_t on a miss)
     L   = (1 - lambda) L_td + lambda L_em + sum_j L_j                                   (eq. 6)
     L_td = sum_t m_t  [w_t   (Q_tot - y_t)^2 + sum_k (Q^k - y_t)^2] / sum_t m_t
@@ -120,9 +121,18 @@ class QLearner:
         chooser = q_BTAU[:, 1:].detach() if self.config.double_q else target_q_BTAU[:, 1:]
         return chooser.masked_fill(~clean.avail[:, 1:], MASKED_Q).argmax(dim=-1)
 
-    def td_target(self, clean: CleanBatch, next_value_BT: torch.Tensor) -> torch.Tensor:
-        """y = r + gamma (1 - terminated) V(t+1): [B,T]."""
-        return clean.bootstrapped(next_value_BT, self.config.gamma)
+    def td_target(self, clean: CleanBatch, next_value_BT: torch.Tensor,
+                  intrinsic_BT: torch.Tensor | None = None) -> torch.Tensor:
+        """y = r + r^i + gamma (1 - terminated) V(t+1), or its TD(lambda) form when ``td_lambda`` > 0: [B,T].
+
+        ``intrinsic_BT`` (a memory's curiosity or incentive, no gradient) joins the reward of every real step.
+        """
+        mask = clean.mask
+        if self.config.td_lambda == 0.0:  # the one-step target, in the order of additions the golden runs pinned
+            y = clean.bootstrapped(next_value_BT, self.config.gamma)
+            return y if intrinsic_BT is None else y + intrinsic_BT * mask
+        reward = clean.reward if intrinsic_BT is None else clean.reward + intrinsic_BT * mask
+        return clean.lambda_returns(next_value_BT, self.config.gamma, self.config.td_lambda, reward)
 
     @staticmethod
     def masked_mean(x_BT: torch.Tensor, mask_BT: torch.Tensor) -> torch.Tensor:
@@ -202,11 +212,10 @@ class QLearner:
         memory = self.memory if lookup is not None else None
         values = self.online_values(clean)
         next_value = self.next_value(clean, values.q_BTAU)
-        y = self.td_target(clean, next_value)
         mask = clean.mask
         intrinsic = None if memory is None else memory.intrinsic_reward(lookup, clean, next_value)
-        if intrinsic is not None:  # a memory's curiosity joins the reward of the TD target
-            y = y + intrinsic.detach() * mask
+        # a memory's curiosity (or incentive) joins the reward of the TD target
+        y = self.td_target(clean, next_value, None if intrinsic is None else intrinsic.detach())
         td = self.loss_against(values, y, mask)
         stats = {"loss_td": td.total.detach(), **self.term_stats(values, td),
                  "q_tot": self.masked_mean(values.q_tot_BT.detach(), mask), **self.value_stats(values),
