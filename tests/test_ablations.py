@@ -136,7 +136,7 @@ def test_mc_and_sem_targets_agree_where_the_table_holds_one_visit_per_key():
         answers[name] = (lookup, memory.combine_target(lookup, clean, y, next_value, gamma=gamma, miss_rule="target"))
     (sem_lookup, sem_e), (mc_lookup, mc_e) = answers["sem"], answers["mc"]
     assert torch.equal(sem_lookup.hit_BT, mc_lookup.hit_BT)  # the same steps hit: all but a time limit's last
-    assert int(sem_lookup.hit_BT.sum()) == 4 + 2 + 5 + 1 - 1  # real non-terminal steps whose next step is real
+    assert int(sem_lookup.hit_BT.sum()) == 4 + 2 + 6 + 1 - 1  # real non-terminal steps, less the time limit's last
     hit = sem_e.answered_BT > 0
     assert torch.equal(sem_e.e_BT[hit], mc_e.e_BT[hit])  # bit for bit
     assert torch.equal(sem_e.applies_BT, mc_e.applies_BT)
