@@ -79,6 +79,10 @@ STATE_LOW, STATE_HIGH = 0.0, 1.0
 INSTALL_HINT = "pip install 'semzoo[smax]' (installs jaxmarl and jax)"
 ATTACK_MODES = ("closest", "random")
 """How JaxMARL's heuristic enemy picks its target."""
+FIXED_START_SEED = 0
+"""With ``fixed_starts``, every episode starts from the start state that SMAX's reset draws from this key: its
+spawn points plus one fixed draw of its start-position noise (units keep SMAX's spread, and stand where
+they stood in the last episode, as StarCraft II's SMAC maps spawn them)."""
 RUN_OWNED_ARGS = {"seed": ("seeds its envs from the run's seed", "--seed"),
                   "episode_limit": ("passes its own episode limit to the envs", "--episode-limit")}
 """Arguments of ``parallel_env`` that a run sets from its config: (what the run does, the flag to use instead)."""
@@ -121,7 +125,7 @@ class _Core:
 _CORES: dict[tuple[Any, ...], _Core] = {}
 
 
-def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mode: str) -> _Core:
+def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mode: str, fixed_starts: bool) -> _Core:
     scenario = map_name_to_scenario(map_name)
     env = HeuristicEnemySMAX(
         scenario=scenario, max_steps=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode
@@ -168,9 +172,14 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         """Drop weak types so the carry from reset and from step hit the same compiled step."""
         return jax.tree.map(lambda x: jax.lax.convert_element_type(x, x.dtype), carry)
 
+    fixed_start_key = jax.random.PRNGKey(FIXED_START_SEED)
+
     def reset(key: jax.Array) -> Any:
         key, reset_key = jax.random.split(key)
-        _, state = env.reset(reset_key)
+        # SMAX's reset draws only the start positions at random (uniform noise of +-2 around each team's spawn
+        # point); with fixed starts it draws them from one fixed key, and the episode's own key stream (weapon
+        # cooldowns, the enemy's choices) goes on as before
+        _, state = env.reset(fixed_start_key if fixed_starts else reset_key)
         return strong((state, key))
 
     def step(carry: Any, actions_A: jax.Array) -> tuple[Any, ...]:
@@ -244,7 +253,10 @@ def check_run_env_args(env_args: dict[str, Any]) -> None:
                              f"{flag} {env_args[key]}")
 
 
-def _check_options(enemy_shoots: Any, attack_mode: Any) -> None:
+def _check_options(enemy_shoots: Any, attack_mode: Any, fixed_starts: Any = False) -> None:
+    if not isinstance(fixed_starts, bool):
+        raise TypeError(f"fixed_starts={fixed_starts!r}: expected true or false; pass fixed_starts=true to start every "
+                        "episode from the same state")
     if not isinstance(enemy_shoots, bool):
         raise TypeError(f"enemy_shoots={enemy_shoots!r}: expected true or false; pass enemy_shoots=false to make "
                          "the enemy passive")
@@ -252,9 +264,10 @@ def _check_options(enemy_shoots: Any, attack_mode: Any) -> None:
         raise ValueError(f"attack_mode={attack_mode!r}: expected one of {', '.join(ATTACK_MODES)}")
 
 
-def _core(map_name: str, episode_limit: int | None, enemy_shoots: bool, attack_mode: str) -> _Core:
+def _core(map_name: str, episode_limit: int | None, enemy_shoots: bool, attack_mode: str,
+          fixed_starts: bool = False) -> _Core:
     """The cached compiled core for this configuration (jit caches live on it, so compile once per key)."""
-    _check_options(enemy_shoots, attack_mode)
+    _check_options(enemy_shoots, attack_mode, fixed_starts)
     _require_jaxmarl()
     if map_name not in MAP_NAME_TO_SCENARIO:
         raise UnknownMapError(
@@ -264,9 +277,9 @@ def _core(map_name: str, episode_limit: int | None, enemy_shoots: bool, attack_m
     limit = SMAX_DEFAULT_EPISODE_LIMIT if episode_limit is None else episode_limit
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"episode_limit must be a positive int, got {episode_limit!r}")
-    key = (map_name, limit, bool(enemy_shoots), attack_mode)
+    key = (map_name, limit, bool(enemy_shoots), attack_mode, fixed_starts)
     if key not in _CORES:
-        _CORES[key] = _build_core(map_name, limit, bool(enemy_shoots), attack_mode)
+        _CORES[key] = _build_core(map_name, limit, bool(enemy_shoots), attack_mode, fixed_starts)
     return _CORES[key]
 
 
@@ -284,9 +297,10 @@ class SMAXEnv:
         episode_limit: int | None = None,
         enemy_shoots: bool = True,
         attack_mode: str = "closest",
+        fixed_starts: bool = False,
     ) -> None:
         self.map_name = map_name
-        self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode)
+        self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode, fixed_starts)
         self.n_agents = self._core.n_agents
         self.n_enemies = self._core.n_enemies
         self.n_actions = self._core.n_actions
@@ -431,6 +445,7 @@ class SMAXVecEnv:
         enemy_shoots: bool = True,
         attack_mode: str = "closest",
         obs_format: str = "dict",
+        fixed_starts: bool = False,
     ) -> None:
         """``obs_format`` is checked and otherwise unused: arrays have no per-agent format, and a run passes
         its ``smax:<map>`` env args (which may choose the format of ``parallel_env``) here."""
@@ -438,7 +453,7 @@ class SMAXVecEnv:
         if not isinstance(n_envs, int) or n_envs < 1:
             raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
         self.map_name = map_name
-        self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode)
+        self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode, fixed_starts)
         self.n_envs = n_envs
         self.n_agents = self._core.n_agents
         self.obs_dim = self._core.obs_dim
@@ -534,15 +549,19 @@ def parallel_env(
     enemy_shoots: bool = True,
     attack_mode: str = "closest",
     obs_format: str = "dict",
+    fixed_starts: bool = False,
 ) -> SMACParallelEnv:
     """A PettingZoo ParallelEnv with ``state()`` over SMAX ``map_name`` (env id ``smax:<map>``).
 
     ``obs_format="box"``: flat Box observations, each agent's action mask in ``infos[agent]["action_mask"]``
     (for SuperSuit's Box-only wrappers); the default ``"dict"`` puts the mask in the observation.
+    ``fixed_starts=True``: every episode starts from the same state (``FIXED_START_SEED``), as StarCraft II
+    spawns units at fixed positions; SMAX's default draws each unit's start position at random.
     """
     check_obs_format(obs_format)
     backend = SMAXEnv(
-        map_name, seed=seed, episode_limit=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode
+        map_name, seed=seed, episode_limit=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode,
+        fixed_starts=fixed_starts,
     )
     return SMACParallelEnv(
         backend, obs_bounds=(OBS_LOW, OBS_HIGH), state_bounds=(STATE_LOW, STATE_HIGH), map_name=map_name,

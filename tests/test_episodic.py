@@ -460,3 +460,39 @@ def test_update_from_with_stored_slot_keys_writes_the_same_table(make):
     given.update_from(batch, given.slot_state_keys(batch))
     for name, value in projected.state_dict().items():
         np.testing.assert_array_equal(np.asarray(value), np.asarray(given.state_dict()[name]), err_msg=name)
+
+
+def test_usage_counts_merges_and_cross_episode_hits_not_self_hits():
+    memory = make_sem(pending_size=1)
+    states = one_hot_states(4)
+    memory.add(memory.keys(states[:3]), np.array([1.0, 2.0, 3.0]))  # three new keys: no merge
+    assert memory.metrics()["memory_merge_rate"] == 0.0
+    memory.add(memory.keys(states[[0, 3, 3]]), np.array([5.0, 1.0, 2.0]))  # state 0 again; state 3 twice in one call
+    assert memory.metrics()["memory_merge_rate"] == pytest.approx(2 / 6)
+    # lookups through the update's path: an entry of one visit is a self-hit, of two a cross hit
+    batch = make_batch(np.stack([states[[1, 0, 2]], states[[2, 3, 1]]]), np.ones((2, 2), np.float32), [2, 2])
+    from semzoo.learners.batch import CleanBatch
+
+    clean = CleanBatch.from_batch(batch)
+    clean.terminated.zero_()  # query both steps of each episode: s_1 = states 0 / 3 (merged), s_2 = 2 / 1 (single)
+    lookup = memory.lookup_batch(clean, None)
+    assert lookup.hit_BT.all()
+    assert memory.metrics()["memory_cross_hit_rate"] == pytest.approx(2 / 4)
+    restored = make_sem(pending_size=1)
+    restored.load_state_dict(memory.state_dict())
+    assert restored.metrics() == memory.metrics()
+
+
+def test_merged_flag_leaves_eviction_order_unchanged():
+    states = one_hot_states(7)
+
+    def survivors(first_write: list[int]) -> list[bool]:
+        memory = make_sem(capacity=4, pending_size=1)
+        memory.add(memory.keys(states[first_write]), np.arange(len(first_write), dtype=np.float64))
+        memory.add(memory.keys(states[[4, 5, 6]]), np.full(3, 9.0))  # three evictions among equal (count, age)
+        return memory.query(states[:7])[1].tolist()
+
+    plain = survivors([0, 1, 2, 3])
+    assert sum(plain) == 4
+    for twice in range(4):  # each entry merged in turn: the same entries survive
+        assert survivors([twice, 0, 1, 2, 3]) == plain, twice

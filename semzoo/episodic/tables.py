@@ -34,14 +34,19 @@ SLOTS_PER_ENTRY = 1.2
 """Slots allocated per entry of capacity (maximum load factor 1/1.2 = 0.83)."""
 COUNT_BITS = 8
 AGE_BITS = 24
+"""The count sits above the low 24 bits: the merged flag (bit 23) and the age (bits 0-22)."""
 COUNT_MAX = (1 << COUNT_BITS) - 1
 """Access counts saturate here (an 8-bit LFU counter, as in Redis' LFU)."""
-AGE_LIMIT = 1 << AGE_BITS
+MERGED = np.uint32(1 << (AGE_BITS - 1))
+"""Set once a second write met the entry (it holds more than one visit): a diagnostic that eviction ignores."""
+AGE_LIMIT = 1 << (AGE_BITS - 1)
 """Ages (add() call numbers) are renumbered by rank before reaching this."""
-MAX_CAPACITY = 1 << (AGE_BITS - 1)
+MAX_CAPACITY = AGE_LIMIT >> 1
 """Renumbered ages are < n_entries, so capacity must leave room below AGE_LIMIT."""
+LOW_BITS = np.uint32((1 << AGE_BITS) - 1)
+"""The merged flag and the age: what an access keeps of an entry's meta."""
 EMPTY_META = 0
-"""meta = count << AGE_BITS | age with count >= 1, so 0 marks an empty slot."""
+"""meta = count << AGE_BITS | merged | age with count >= 1, so 0 marks an empty slot."""
 OVERFLOW_MAX = np.iinfo(np.uint16).max
 _ONE_U16 = np.uint16(1)  # ufunc.at with a matching scalar dtype takes the fast path
 
@@ -78,7 +83,7 @@ def n_buckets_for(capacity: int) -> int:
 def table_nbytes(capacity: int, key_words: int) -> int:
     """Bytes a table of `capacity` entries with `key_words` 32-bit key words allocates.
 
-    Per slot: key 4 W bytes + value 4 + meta 4 (count and age packed); per
+    Per slot: key 4 W bytes + value 4 + meta 4 (count, merged flag and age packed); per
     bucket: a 2-byte overflow counter.
     """
     n_buckets = n_buckets_for(capacity)
@@ -164,7 +169,7 @@ class LFUKeyTable:
     the least frequently accessed entry, ties by age (oldest first), then slot.
 
     keys [N, W, L] uint32, value [N, L] float32, meta [N, L] uint32
-    (count << AGE_BITS | age, 0 = empty), overflow [N] uint16.
+    (count << AGE_BITS | MERGED if a second write met the entry | age, 0 = empty), overflow [N] uint16.
     """
 
     def __init__(self, capacity: int, key_words: int) -> None:
@@ -216,9 +221,10 @@ class LFUKeyTable:
             probe_K[active] = (b[keep] + step_K[active]) % self.n_buckets
         return bucket_K, slot_K
 
-    def _insert(self, keys_KW: np.ndarray, values_K: np.ndarray, h_K: np.ndarray, age: int) -> None:
-        """Place keys known to be absent into free slots (there must be room)."""
-        meta = np.uint32((1 << AGE_BITS) | age)
+    def _insert(self, keys_KW: np.ndarray, values_K: np.ndarray, h_K: np.ndarray, age: int,
+                merged_K: np.ndarray) -> None:
+        """Place keys known to be absent into free slots (there must be room); ``merged_K`` (bool [K]): written twice."""
+        meta_K = np.where(merged_K, MERGED, np.uint32(0)) | np.uint32((1 << AGE_BITS) | age)
         pending = np.arange(keys_KW.shape[0])
         probe_K, step_K = self._probe(keys_KW, h_K)
         for _ in range(self.n_buckets):
@@ -239,7 +245,7 @@ class LFUKeyTable:
             pb, pc, pk = b[placed], col[placed], pending[placed]
             self.key_NWL[pb, :, pc] = keys_KW[pk]
             self.value_NL[pb, pc] = values_K[pk]
-            self.meta_NL[pb, pc] = meta
+            self.meta_NL[pb, pc] = meta_K[pk]
             # the others pass through a full bucket: count them there, move on
             passed = b[~placed]
             np.add.at(self.overflow_N, passed, _ONE_U16)
@@ -264,8 +270,8 @@ class LFUKeyTable:
 
     def _victims(self, n_victims: int) -> np.ndarray:
         """Flat slots of the n smallest (count, age, slot) entries."""
-        # uint32 wrap-around sends empty slots (meta 0) to the top
-        rank_S = self.meta_NL.reshape(-1) - np.uint32(1)
+        # uint32 wrap-around sends empty slots (meta 0) to the top; the merged flag plays no part
+        rank_S = (self.meta_NL.reshape(-1) & ~MERGED) - np.uint32(1)
         empty_rank = np.iinfo(np.uint32).max  # EMPTY_META - 1 after the wrap-around
         sample = rank_S[::EVICTION_SAMPLE_STRIDE]
         n_sample = math.ceil(EVICTION_SAMPLE_MARGIN * n_victims / EVICTION_SAMPLE_STRIDE)
@@ -285,25 +291,33 @@ class LFUKeyTable:
     # ------------------------------------------------------------ public ops
     def lookup(self, keys_KW: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Values [K] float32 and hit [K] bool; each hit counts as one access."""
+        values_K, hit_K, _ = self.lookup_merged(keys_KW)
+        return values_K, hit_K
+
+    def lookup_merged(self, keys_KW: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``lookup`` and whether each hit entry holds more than one visit (bool [K], false on a miss)."""
         bucket_K, slot_K = self.find(keys_KW)
         hit_K = bucket_K >= 0
         values_K = np.full(keys_KW.shape[0], MISS_VALUE, np.float32)
         values_K[hit_K] = self.value_NL[bucket_K[hit_K], slot_K[hit_K]]
+        merged_K = np.zeros(keys_KW.shape[0], bool)
+        merged_K[hit_K] = (self.meta_NL[bucket_K[hit_K], slot_K[hit_K]] & MERGED) > 0
         flat, n_access = np.unique(bucket_K[hit_K] * BUCKET_SLOTS + slot_K[hit_K], return_counts=True)
         self._count_access(flat // BUCKET_SLOTS, flat % BUCKET_SLOTS, n_access)
-        return values_K, hit_K
+        return values_K, hit_K, merged_K
 
     def _count_access(self, bucket: np.ndarray, slot: np.ndarray, n_access: np.ndarray) -> None:
         meta = self.meta_NL[bucket, slot]
         count = np.minimum((meta >> np.uint32(AGE_BITS)) + n_access.astype(np.uint32), COUNT_MAX)
-        self.meta_NL[bucket, slot] = (count.astype(np.uint32) << np.uint32(AGE_BITS)) | (
-            meta & np.uint32(AGE_LIMIT - 1)
-        )
+        self.meta_NL[bucket, slot] = (count.astype(np.uint32) << np.uint32(AGE_BITS)) | (meta & LOW_BITS)
 
-    def upsert_max(self, keys_KW: np.ndarray, returns_K: np.ndarray) -> None:
-        """Per-key max of returns into the table (eq. 5), evicting LFU entries when full."""
+    def upsert_max(self, keys_KW: np.ndarray, returns_K: np.ndarray) -> int:
+        """Per-key max of returns into the table (eq. 5), evicting LFU entries when full.
+
+        Returns the merges: the writes whose key met a stored entry or an earlier write of the same call.
+        """
         if keys_KW.shape[0] == 0:
-            return
+            return 0
         # de-duplicate, R_Max(s) = max_k R_k(s): sort by hash, equal keys become adjacent
         h_K = _hash_keys(keys_KW)
         order = np.argsort(h_K, kind="stable")
@@ -317,26 +331,31 @@ class LFUKeyTable:
         starts = np.flatnonzero(np.r_[True, key_changes])
         unique_UW, unique_h = sorted_KW[starts], sorted_h[starts]
         best_U = np.maximum.reduceat(returns_K[order], starts)
+        writes_U = np.diff(np.r_[starts, keys_KW.shape[0]])  # writes of each distinct key in this call
 
         bucket_U, slot_U = self.find(unique_UW, unique_h)
         hit_U = bucket_U >= 0
         hb, hs = bucket_U[hit_U], slot_U[hit_U]
         self.value_NL[hb, hs] = np.maximum(self.value_NL[hb, hs], best_U[hit_U])
         self._count_access(hb, hs, np.ones(hb.size, np.uint32))
+        self.meta_NL[hb, hs] |= MERGED
+        merges = keys_KW.shape[0] - int((~hit_U).sum())
 
         new_NW, new_N, new_h = unique_UW[~hit_U], best_U[~hit_U], unique_h[~hit_U]
+        new_merged = writes_U[~hit_U] > 1
         if new_N.size > self.capacity:
             # more new keys than the table holds: keep the highest returns
             keep = np.sort(np.argsort(-new_N, kind="stable")[: self.capacity])
-            new_NW, new_N, new_h = new_NW[keep], new_N[keep], new_h[keep]
+            new_NW, new_N, new_h, new_merged = new_NW[keep], new_N[keep], new_h[keep], new_merged[keep]
         n_evict = self.n_entries + new_N.size - self.capacity
         if n_evict > 0:
             flat = self._victims(n_evict)
             self._remove(flat // BUCKET_SLOTS, flat % BUCKET_SLOTS)
-        self._insert(new_NW, new_N, new_h, self.tick)
+        self._insert(new_NW, new_N, new_h, self.tick, new_merged)
         self.tick += 1
         if self.tick >= AGE_LIMIT:
             self.renumber_ages()
+        return merges
 
     def renumber_ages(self) -> None:
         """Replace ages by their rank among stored entries (keeps their order)."""
@@ -346,6 +365,57 @@ class LFUKeyTable:
         count_bits = meta & ~np.uint32(AGE_LIMIT - 1)
         self.meta_NL[occupied] = count_bits | rank.astype(np.uint32)
         self.tick = int(ages.size)
+
+
+class TableUsage:
+    """How a memory's table is used, counted since the run started: the diagnostics of a memory acting.
+
+    ``memory_merge_rate``: the share of writes that met an existing entry (an equal key for SEM and SAEM, a key
+    within the tolerance for EMC and EMU, or an earlier write of the same batch); ``memory_cross_hit_rate``: the
+    share of lookups answered by an entry that holds more than one visit, so that a return of another visit
+    (usually another episode) could reach the target. A lookup answered by the entry its own step wrote, the
+    only kind where states never repeat, is a self-hit: it counts in ``memory_hit_rate`` but not here.
+    """
+
+    COUNTERS = ("writes", "merges", "lookups", "cross_hits")
+
+    def __init__(self) -> None:
+        self.writes = 0
+        self.merges = 0
+        self.lookups = 0
+        self.cross_hits = 0
+
+    def wrote(self, writes: int, merges: int) -> None:
+        """``writes`` writes, of which ``merges`` met an existing entry."""
+        self.writes += int(writes)
+        self.merges += int(merges)
+
+    def looked_up(self, hit_K: np.ndarray, several_visits_K: np.ndarray) -> None:
+        """K lookups: which hit, and which hit an entry of more than one visit (bool [K] each)."""
+        self.lookups += int(hit_K.shape[0])
+        self.cross_hits += int((hit_K & several_visits_K).sum())
+
+    def metrics(self) -> dict[str, float]:
+        """The two rates, each once its denominator is positive."""
+        out = {}
+        if self.writes:
+            out["memory_merge_rate"] = self.merges / self.writes
+        if self.lookups:
+            out["memory_cross_hit_rate"] = self.cross_hits / self.lookups
+        return out
+
+    def state_dict(self, prefix: str = "usage_") -> dict[str, int]:
+        """The counters as flat entries ``<prefix><name>`` (a memory's state_dict holds them beside its arrays)."""
+        return {prefix + name: getattr(self, name) for name in self.COUNTERS}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], prefix: str = "usage_") -> TableUsage:
+        """The counters saved by ``state_dict()`` in ``state``; zero where absent (a checkpoint from before them)."""
+        usage = cls()
+        for name in cls.COUNTERS:
+            if prefix + name in state:
+                setattr(usage, name, int(np.asarray(state[prefix + name]).item()))
+        return usage
 
 
 class EpisodicMemory(Memory, ABC):
@@ -404,6 +474,7 @@ class EpisodicMemory(Memory, ABC):
         self._pending_keys: list[np.ndarray] = []
         self._pending_returns: list[np.ndarray] = []
         self._pending_steps = 0
+        self.usage = TableUsage()
 
     @classmethod
     def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
@@ -476,7 +547,8 @@ class EpisodicMemory(Memory, ABC):
             state_keys_KD = self.state_keys(clean.state.cpu().numpy()[episode_K, slot_K])
         else:
             state_keys_KD = state_keys_BSD.cpu().numpy()[episode_K, slot_K].view(np.uint32)
-        values_K, hits_K = self.lookup(self._query_keys(state_keys_KD, clean, episode_K, step_K))
+        values_K, hits_K, merged_K = self._table.lookup_merged(self._query_keys(state_keys_KD, clean, episode_K, step_K))
+        self.usage.looked_up(hits_K, merged_K)
         like = clean.reward
         return TableLookup(values_BT=scatter(values_K, flat_K, like), hit_BT=scatter(hits_K, flat_K, like).bool(),
                            hit_rate=torch.tensor(float(np.mean(hits_K)) if len(hits_K) else 0.0, dtype=torch.float64))
@@ -494,7 +566,7 @@ class EpisodicMemory(Memory, ABC):
 
     def metrics(self) -> dict[str, float]:
         return {"memory_entries": float(self.n_entries), "memory_bytes": float(self.nbytes),
-                "memory_pending_steps": float(self.pending_steps)}
+                "memory_pending_steps": float(self.pending_steps), **self.usage.metrics()}
 
     # ------------------------------------------------------------ keys
     @property
@@ -572,7 +644,8 @@ class EpisodicMemory(Memory, ABC):
             )
         if not np.isfinite(returns_np).all():
             raise ValueError("returns contain NaN or inf; mask padding steps before adding")
-        self._table.upsert_max(keys_np.reshape(-1, self.key_words), returns_np.reshape(-1))
+        flat_KW = keys_np.reshape(-1, self.key_words)
+        self.usage.wrote(flat_KW.shape[0], self._table.upsert_max(flat_KW, returns_np.reshape(-1)))
 
     def lookup(self, keys: Any) -> tuple[np.ndarray, np.ndarray]:
         """Stored returns for keys [..., W]: (values float32 [...], hit bool [...]).
@@ -624,7 +697,8 @@ class EpisodicMemory(Memory, ABC):
     def flush(self) -> None:
         """Write the pending set M into the table (per-key max) and empty it."""
         if self._pending_keys:
-            self._table.upsert_max(np.concatenate(self._pending_keys), np.concatenate(self._pending_returns))
+            keys_KW = np.concatenate(self._pending_keys)
+            self.usage.wrote(keys_KW.shape[0], self._table.upsert_max(keys_KW, np.concatenate(self._pending_returns)))
         self._pending_keys, self._pending_returns, self._pending_steps = [], [], 0
 
     # ------------------------------------------------------------ properties
@@ -674,6 +748,7 @@ class EpisodicMemory(Memory, ABC):
             "table_values": table.value_NL.copy(),
             "table_meta": table.meta_NL.copy(),
             "table_overflow": table.overflow_N.copy(),
+            **self.usage.state_dict(),
             "n_entries": table.n_entries,
             "tick": table.tick,
             "pending_keys": pending_keys,
@@ -706,6 +781,7 @@ class EpisodicMemory(Memory, ABC):
                     f"state_dict[{name!r}] has {given.dtype} {given.shape}, expected {current.dtype} {current.shape}"
                 )
             current[...] = given
+        self.usage = TableUsage.from_state(state)
         table.n_entries = int(np.asarray(state["n_entries"]).item())
         table.tick = int(np.asarray(state["tick"]).item())
         pending_keys = np.asarray(state["pending_keys"], dtype=np.uint32).reshape(-1, self.key_words)
