@@ -204,6 +204,9 @@ class EMUConfig:
     """Env steps between two refreshes of the keys' per-dimension mean and std (the z-normalisation of the box)."""
     emu_incentive: bool = True
     """Add EMU's episodic incentive to the TD target (off: curiosity and the memory's writes only, for ablations)."""
+    emu_flag_init_desirability: bool = False
+    """A new entry written by a desirable state starts with N_d = 1 (EMU's flag_init_desirability; EMU_sc2.yaml: off,
+    so a new entry starts at N_d = 0 and its incentive needs a second desirable visit)."""
     emu_desirable_return: float | None = ranged(None, Range(), "EMU's code marks won episodes instead")
     """Return (undiscounted) from which an episode is desirable where the env reports no wins (matrix games, MPE);
     unset: an episode whose return reaches the best return seen so far. A won episode is always desirable (EMU)."""

@@ -119,7 +119,8 @@ def test_every_registered_memory_is_reported_with_what_the_memory_plan_counts():
     config = TrainConfig(memory=MemoryConfig(capacity=2000))
     for name in memory_names():
         nbytes = memory_class(name).planned_nbytes(config, state_dim=10, n_agents=3, n_actions=5, obs_dim=7)
-        assert nbytes > 0 or name == "mc", name  # mc (the own-return ablation) keeps nothing
+        # mc (the own-return ablation) keeps nothing; a test's plugin memory may plan nothing either
+        assert nbytes > 0 or name == "mc" or not memory_class(name).__module__.startswith("semzoo."), name
         (line,) = [ln for ln in result.output.splitlines() if ln.startswith(f"  {name} ")]
         assert f"({nbytes:,} bytes)" in line
 

@@ -45,7 +45,7 @@ import torch
 from semzoo.episodic.curiosity import Curiosity
 from semzoo.episodic.memory import Memory, register_memory
 from semzoo.episodic.nearest import AllClose, NearestIndex
-from semzoo.episodic.tables import discounted_returns, project_fixed_order
+from semzoo.episodic.tables import TableUsage, discounted_returns, project_fixed_order
 from semzoo.episodic.target import scatter
 
 if TYPE_CHECKING:
@@ -64,6 +64,8 @@ EMPTY_VALUE = -np.inf
 """A freshly added entry's value before the max with its returns."""
 VALUE_BYTES = 4
 """The return H kept per slot beside the index (float32)."""
+MERGED_BYTES = 1
+"""The flag kept per slot beside the index: a second write met the entry (bool)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,8 @@ class EMCMemory(Memory):
         self.projection_DF = rng.normal(0.0, 1.0 / np.sqrt(self.proj_dim), (self.proj_dim, self.state_dim))
         self.index = NearestIndex(self.proj_dim, self.capacity, AllClose(atol=atol, rtol=rtol), eviction="lru")
         self.values_N = np.zeros(self.capacity, np.float32)
+        self.merged_N = np.zeros(self.capacity, bool)
+        self.usage = TableUsage()
         self.curiosity = curiosity
         self.uses_curiosity = curiosity is not None
         self.env_step_interval = curiosity.config.curiosity_decay_steps if curiosity is not None else 0
@@ -119,7 +123,8 @@ class EMCMemory(Memory):
     def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
         """The index and the returns at full capacity, M (float64) and the curiosity's networks and optimisers."""
         d = config.memory.proj_dim
-        return (NearestIndex.planned_nbytes(config.memory.capacity, d) + VALUE_BYTES * config.memory.capacity
+        return (NearestIndex.planned_nbytes(config.memory.capacity, d)
+                + (VALUE_BYTES + MERGED_BYTES) * config.memory.capacity
                 + 8 * d * state_dim
                 + Curiosity.planned_nbytes(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions))
 
@@ -181,6 +186,10 @@ class EMCMemory(Memory):
             slots, added = self.index.find_or_add(keys_KD[chunk])
             self.values_N[slots[added]] = EMPTY_VALUE  # a reused slot forgets its evicted entry's return
             np.maximum.at(self.values_N, slots, returns_K[chunk])
+            # every write that did not create its entry met one: the entry now holds more than one visit
+            self.merged_N[slots[added]] = False
+            self.merged_N[slots[~added]] = True
+            self.usage.wrote(slots.shape[0], int((~added).sum()))
 
     def value_of(self, keys_KD: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(H float32 [K], hit bool [K]) of keys [K, D], without counting a use (0 on a miss)."""
@@ -203,6 +212,7 @@ class EMCMemory(Memory):
             keys_KD = state_keys_BSD.cpu().numpy()[episode_K, step_K + 1].view(np.float32)
         found = self.index.query(keys_KD)
         self.index.touch(found.slot[found.hit])
+        self.usage.looked_up(found.hit, self.merged_N[found.slot.clip(min=0)])
         values_K = np.where(found.hit, self.values_N[found.slot.clip(min=0)], 0.0)
         like = clean.reward
         hit_BT = scatter(found.hit, flat_K, like).bool() | torch.from_numpy(end_BT).to(like.device)
@@ -214,6 +224,10 @@ class EMCMemory(Memory):
     def intrinsic_reward(self, lookup: EMCLookup, clean: CleanBatch, next_value_BT: torch.Tensor) -> torch.Tensor | None:
         """The curiosity's r^i (phase 2), None when it is off."""
         return lookup.intrinsic_BT if self.uses_curiosity else None
+
+    def reward_parts(self, lookup: EMCLookup, clean: CleanBatch, next_value_BT: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The curiosity, logged as ``reward_curiosity`` (the whole of EMC's intrinsic reward)."""
+        return {"curiosity": lookup.intrinsic_BT} if self.uses_curiosity else {}
 
     def memory_losses(self, lookup: EMCLookup, values: OnlineValues) -> dict[str, torch.Tensor]:
         """L_emc = w sum_t hit_t (r_t + gamma (1 - term_t) H(s_{t+1}) - Q_tot)^2 / sum_t m_t (phase 2, tensor ops)."""
@@ -240,7 +254,7 @@ class EMCMemory(Memory):
     def state_dict(self) -> dict[str, Any]:
         """M, the index (keys, LRU ticks), the returns, the last hit rate and the curiosity."""
         return {**self._settings(), "projection": self.projection_DF.copy(), "index": self.index.state_dict(),
-                "values": self.values_N.copy(),
+                "values": self.values_N.copy(), "merged": self.merged_N.copy(), **self.usage.state_dict(),
                 "last_hit_rate": None if np.isnan(self.last_hit_rate) else self.last_hit_rate,
                 "curiosity": self.curiosity.state_dict() if self.curiosity is not None else {}}
 
@@ -253,6 +267,9 @@ class EMCMemory(Memory):
         self.projection_DF = np.asarray(state["projection"], np.float64).copy()
         self.index.load_state_dict(state["index"])
         self.values_N = np.asarray(state["values"], np.float32).copy()
+        # a checkpoint from before the diagnostics holds no flags: every entry counts as one visit
+        self.merged_N = np.asarray(state.get("merged", np.zeros(self.capacity, bool)), bool).copy()
+        self.usage = TableUsage.from_state(state)
         last = state["last_hit_rate"]
         self.last_hit_rate = NO_HIT_RATE if last is None else float(np.asarray(last).item())
         if self.curiosity is not None:
@@ -270,14 +287,15 @@ class EMCMemory(Memory):
         table for them), not its run of recent writes: that depends on when the grid was last rebuilt, and a
         resumed run rebuilds it, so the logged bytes would differ from a run never stopped.
         """
-        return (self.index.settled_nbytes + self.values_N.nbytes + self.projection_DF.nbytes
+        return (self.index.settled_nbytes + self.values_N.nbytes + self.merged_N.nbytes + self.projection_DF.nbytes
                 + (self.curiosity.nbytes if self.curiosity is not None else 0))
 
     def metrics(self) -> dict[str, float]:
         """Entries, bytes, the hit rate of the last update's lookups and the curiosity's figures."""
         hit_rate = {} if np.isnan(self.last_hit_rate) else {"memory_hit_rate": self.last_hit_rate}
         curiosity = self.curiosity.metrics() if self.curiosity is not None else {}
-        return {"memory_entries": float(self.n_entries), "memory_bytes": float(self.nbytes), **hit_rate, **curiosity}
+        return {"memory_entries": float(self.n_entries), "memory_bytes": float(self.nbytes), **hit_rate,
+                **self.usage.metrics(), **curiosity}
 
 
 __all__ = ["EMCLookup", "EMCMemory"]

@@ -56,7 +56,7 @@ from torch import nn
 from semzoo.episodic.curiosity import Curiosity
 from semzoo.episodic.memory import Memory, register_memory
 from semzoo.episodic.nearest import EMU_DELTA, NearestIndex, ZBox
-from semzoo.episodic.tables import discounted_returns
+from semzoo.episodic.tables import TableUsage, discounted_returns
 from semzoo.episodic.target import scatter
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ class EMUMemory(Memory):
                  seed: int = 0, delta: float = EMU_DELTA, hidden_dim: int = 64, lr: float = 5e-4,
                  grad_clip: float = 10.0, state_loss_weight: float = 0.1, train_interval: int = 10_000,
                  train_samples: int = 102_400, train_batch: int = 1024, norm_interval: int = 200,
-                 incentive: bool = True, desirable_return: float | None = None,
+                 incentive: bool = True, desirable_return: float | None = None, init_desirability: bool = False,
                  device: torch.device | str = "cpu", curiosity: Curiosity | None = None,
                  curiosity_interval: int = 1) -> None:
         self.state_dim = _positive_int("state_dim", state_dim)
@@ -162,6 +162,7 @@ class EMUMemory(Memory):
         self.lr, self.grad_clip, self.state_loss_weight = float(lr), float(grad_clip), float(state_loss_weight)
         self.incentive = bool(incentive)
         self.desirable_return = None if desirable_return is None else float(desirable_return)
+        self.init_desirability = bool(init_desirability)
         self.device = torch.device(device)
         self.curiosity = curiosity
         # on_env_steps runs at every multiple of each schedule's interval (the curiosity's decay included)
@@ -194,6 +195,9 @@ class EMUMemory(Memory):
         self.last_loss: float | None = None
         self.hits = 0
         self.queries = 0
+        self.usage = TableUsage()
+        self.desirable_hits = 0
+        """Lookups since the run started whose entry had N_d > 0 (where the incentive can act)."""
         self._won: np.ndarray | None = None
 
     @classmethod
@@ -208,7 +212,8 @@ class EMUMemory(Memory):
                    grad_clip=e.emu_grad_clip, state_loss_weight=e.emu_state_loss_weight,
                    train_interval=e.emu_train_interval, train_samples=e.emu_train_samples,
                    train_batch=e.emu_train_batch, norm_interval=e.emu_norm_interval, incentive=e.emu_incentive,
-                   desirable_return=e.emu_desirable_return, device=resolve_device(config.device),
+                   desirable_return=e.emu_desirable_return, init_desirability=e.emu_flag_init_desirability,
+                   device=resolve_device(config.device),
                    curiosity=Curiosity.from_config(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions),
                    curiosity_interval=config.curiosity.curiosity_decay_steps)
 
@@ -282,6 +287,7 @@ class EMUMemory(Memory):
         """
         n_keys = keys_KD.shape[0]
         slot_K, added_K = self.index.find_or_add(keys_KD)
+        self.usage.wrote(n_keys, int((~added_K).sum()))
         position = np.arange(n_keys)
         created = np.zeros(self.capacity, bool)
         created[slot_K[added_K]] = True  # entries this batch created (possibly in an evicted entry's slot)
@@ -326,7 +332,8 @@ class EMUMemory(Memory):
         best = np.maximum.reduceat(np.where(from_anchor, return_K[order], -np.inf), start).astype(np.float32)
         self.return_N[slot] = np.where(takes_content, best, np.maximum(self.return_N[slot], best))
         counted = flag_sorted.copy()
-        counted[start[is_new]] = False  # a new entry starts at N = 1, N_d = 0 (EMU's flag_init_desirability off)
+        # a new entry starts at N = 1 and N_d = 0, or N_d = its flag with EMU's flag_init_desirability
+        counted[start[is_new]] = self.init_desirability & flag_sorted[start[is_new]]
         self.visits_N[slot] = np.where(is_new, 0, self.visits_N[slot]) + count
         self.desirable_visits_N[slot] = (np.where(is_new, 0, self.desirable_visits_N[slot])
                                          + np.add.reduceat(counted.astype(np.int64), start))
@@ -397,6 +404,10 @@ class EMUMemory(Memory):
         share_K = np.zeros(flat_K.shape[0], np.float32)
         values_K[hit_K] = self.return_N[slot_K]
         share_K[hit_K] = self.desirable_visits_N[slot_K] / (self.visits_N[slot_K] + VISIT_EPSILON)
+        several_K = np.zeros(flat_K.shape[0], bool)
+        several_K[hit_K] = self.visits_N[slot_K] > 1
+        self.usage.looked_up(hit_K, several_K)
+        self.desirable_hits += int((self.desirable_visits_N[slot_K] > 0).sum())
         self.hits += int(hit_K.sum())
         self.queries += int(flat_K.shape[0])
         curiosity = self.curiosity.reward(clean).to(like) if self.curiosity is not None else torch.zeros_like(like)
@@ -408,9 +419,19 @@ class EMUMemory(Memory):
         """Phase 2: curiosity + gamma N_d / (N + 0.001) max(H(s_{t+1}) - V(t+1), 0) on hits (tensor ops only)."""
         if not self.incentive:
             return lookup.curiosity_BT if self.curiosity is not None else None
+        return lookup.curiosity_BT + self.incentive_reward(lookup, next_value_BT)
+
+    def incentive_reward(self, lookup: EMULookup, next_value_BT: torch.Tensor) -> torch.Tensor:
+        """r^p = gamma N_d / (N + 0.001) max(H(s_{t+1}) - V(t+1), 0) on hits, 0 elsewhere: [B,T] (tensor ops only)."""
         gap = torch.clamp(lookup.return_BT - next_value_BT, min=0.0)
-        incentive = torch.where(lookup.hit_BT, self.gamma * lookup.desirability_BT * gap, 0.0)
-        return lookup.curiosity_BT + incentive
+        return torch.where(lookup.hit_BT, self.gamma * lookup.desirability_BT * gap, 0.0)
+
+    def reward_parts(self, lookup: EMULookup, clean: CleanBatch, next_value_BT: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Curiosity and incentive apart (``reward_curiosity``, ``reward_incentive``): which of the two acts."""
+        parts = {"curiosity": lookup.curiosity_BT} if self.curiosity is not None else {}
+        if self.incentive:
+            parts["incentive"] = self.incentive_reward(lookup, next_value_BT)
+        return parts
 
     # ----- state -------------------------------------------------------------------------------------------
     def _settings(self) -> dict[str, Any]:
@@ -430,6 +451,7 @@ class EMUMemory(Memory):
             "rng": _generator_state(self.rng),
             "limit": self.limit, "best_return": self.best_return, "env_steps": self.env_steps,
             "trainings": self.trainings, "last_loss": self.last_loss, "hits": self.hits, "queries": self.queries,
+            **self.usage.state_dict(), "desirable_hits": self.desirable_hits,
             "curiosity": self.curiosity.state_dict() if self.curiosity is not None else None,
         }
 
@@ -455,6 +477,8 @@ class EMUMemory(Memory):
         self.last_loss = None if state["last_loss"] is None else float(np.asarray(state["last_loss"]).item())
         self.hits = int(np.asarray(state["hits"]).item())
         self.queries = int(np.asarray(state["queries"]).item())
+        self.usage = TableUsage.from_state(state)
+        self.desirable_hits = int(np.asarray(state.get("desirable_hits", 0)).item())
         if self.curiosity is not None:
             self.curiosity.load_state_dict(state["curiosity"])
         self._won = None
@@ -476,6 +500,9 @@ class EMUMemory(Memory):
                "emu_trainings": float(self.trainings)}
         if self.queries:
             out["memory_hit_rate"] = self.hits / self.queries
+        out.update(self.usage.metrics())
+        if self.usage.hits:  # since the run started, like the two rates above: where the incentive can act
+            out["memory_desirable_hit_share"] = self.desirable_hits / self.usage.hits
         self.hits = self.queries = 0  # the hit rate of each row is that of the updates since the previous row
         if self.last_loss is not None:
             out["emu_embedder_loss"] = self.last_loss

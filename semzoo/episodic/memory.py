@@ -23,13 +23,16 @@ The hooks, in the order a run calls them (shapes: B episodes, T steps, D state-k
                                                              fields are all tensors
     intrinsic_reward(lookup, clean, next_value) -> [B,T]     phase 2: added to the TD target y (curiosity, EMU's
                                            | None            incentive); next_value is V(t+1) of the target nets
+    reward_parts(lookup, clean, next_value) -> {name: [B,T]} phase 2: the intrinsic reward's pieces, logged apart
     combine_target(lookup, clean, y, next_value, ...)        phase 2: the memory's target E and the steps it
                                  -> EpisodicTarget | None    applies to, blended by lambda (eq. 6)
     memory_losses(lookup, values) -> {name: scalar}          phase 2: added to the loss, logged as loss_<name>
     on_update()                                              after each gradient update
     on_target_sync()                                         after each target-network sync
     env_step_interval, on_env_steps(env_steps)               each time the run passes a multiple of the interval
-    state_dict(), load_state_dict(state), nbytes, metrics()  checkpoints (exact resume) and the logged figures
+    state_dict(), load_state_dict(state), nbytes, metrics()  checkpoints (exact resume) and the logged figures; a
+                                                             table's metrics include memory_merge_rate and
+                                                             memory_cross_hit_rate (semzoo.episodic.tables.TableUsage)
 
 Phase 2 hooks use tensor ops only, with no Python branch on a tensor's value, and read nothing of the
 memory but its fixed settings: the multi-seed update (semzoo.learners.stacked) runs them once for all runs
@@ -146,6 +149,11 @@ class Memory(ABC):
         ``next_value_BT`` is the learner's V(t+1) = Q_tot(tau_{t+1}, argmax_u Q, s_{t+1}; theta^-), without gradient.
         """
         return None
+
+    def reward_parts(self, lookup: Any, clean: CleanBatch, next_value_BT: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The pieces of ``intrinsic_reward`` [B,T] by name, each logged as ``reward_<name>`` (its mean over real
+        steps): EMU's curiosity and incentive apart, so a study sees which acts. Diagnostics only; none by default."""
+        return {}
 
     def combine_target(self, lookup: Any, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor, *,
                        gamma: float, miss_rule: str) -> EpisodicTarget | None:

@@ -377,12 +377,13 @@ class TableUsage:
     only kind where states never repeat, is a self-hit: it counts in ``memory_hit_rate`` but not here.
     """
 
-    COUNTERS = ("writes", "merges", "lookups", "cross_hits")
+    COUNTERS = ("writes", "merges", "lookups", "hits", "cross_hits")
 
     def __init__(self) -> None:
         self.writes = 0
         self.merges = 0
         self.lookups = 0
+        self.hits = 0
         self.cross_hits = 0
 
     def wrote(self, writes: int, merges: int) -> None:
@@ -393,6 +394,7 @@ class TableUsage:
     def looked_up(self, hit_K: np.ndarray, several_visits_K: np.ndarray) -> None:
         """K lookups: which hit, and which hit an entry of more than one visit (bool [K] each)."""
         self.lookups += int(hit_K.shape[0])
+        self.hits += int(hit_K.sum())
         self.cross_hits += int((hit_K & several_visits_K).sum())
 
     def metrics(self) -> dict[str, float]:

@@ -222,6 +222,8 @@ class QLearner:
                  "target_y": self.masked_mean(y, mask)}
         if intrinsic is not None:
             stats["reward_intrinsic"] = self.masked_mean(intrinsic.detach(), mask)
+            for name, part in memory.reward_parts(lookup, clean, next_value).items():  # type: ignore[union-attr]
+                stats[f"reward_{name}"] = self.masked_mean(part.detach(), mask)
         if memory is None:
             return td.total, stats
         total = self._blend(values, clean, lookup, y, next_value, td, stats)
