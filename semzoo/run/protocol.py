@@ -311,6 +311,87 @@ def _wall_cost_table(rows: Sequence[WallCost]) -> str:
     return "\n".join(lines)
 
 
+MEMORY_DIAGNOSTICS = (("memory_hit_rate", "hit rate", "last"), ("memory_merge_rate", "merge rate", "last"),
+                      ("memory_cross_hit_rate", "cross-hit rate", "last"),
+                      ("memory_desirable_hit_share", "hits with N_d > 0", "last"),
+                      ("reward_incentive", "incentive, mean", "mean"), ("reward_curiosity", "curiosity, mean", "mean"))
+"""The figures that show a memory acting (semzoo.episodic.tables.TableUsage): metric, column, how a run's rows
+become one number ("last": the last row, a rate since the run started, except the hit rate, that of its last
+window; "mean": the mean over the run's rows)."""
+SELF_HIT_LIMIT = 0.01
+"""A memory whose cross-hit rate stays below this answers almost only with the entry its own step wrote."""
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """Per env and algorithm, each diagnostic's median and range over the runs that log it."""
+
+    env: str
+    algo: str
+    runs: int
+    figures: dict[str, tuple[float, float, float]]
+    """metric -> (median, low, high) over runs."""
+
+    @property
+    def self_hits_only(self) -> bool:
+        """Its lookups were answered (almost) only by entries of a single visit: its E is each step's own return."""
+        cross = self.figures.get("memory_cross_hit_rate")
+        return cross is not None and cross[2] < SELF_HIT_LIMIT
+
+
+def memory_use(runs: Sequence[RunSeries]) -> list[MemoryUse]:
+    """The memory diagnostics of every (env, algo) whose runs log any (``MEMORY_DIAGNOSTICS``)."""
+    values: dict[tuple[str, str], dict[str, list[float]]] = {}
+    counts: dict[tuple[str, str], int] = {}
+    for run in runs:
+        figures = {}
+        for name, _, how in MEMORY_DIAGNOSTICS:
+            if name in run.metrics and len(run.metrics[name][1]):
+                row_values = run.metrics[name][1]
+                figures[name] = float(row_values[-1] if how == "last" else np.mean(row_values))
+        if not figures:
+            continue
+        key = (run.env, run.algo)
+        counts[key] = counts.get(key, 0) + 1
+        for name, value in figures.items():
+            values.setdefault(key, {}).setdefault(name, []).append(value)
+    return [MemoryUse(env=env, algo=algo, runs=counts[(env, algo)],
+                      figures={name: (float(np.median(v)), min(v), max(v)) for name, v in per.items()})
+            for (env, algo), per in sorted(values.items())]
+
+
+def _memory_use_table(rows: Sequence[MemoryUse]) -> str:
+    names = [(name, column) for name, column, _ in MEMORY_DIAGNOSTICS if any(name in r.figures for r in rows)]
+    lines = ["## What the memories did (median and range over runs)", "",
+             "Merge rate: the share of writes that met an existing entry; cross-hit rate: the share of lookups "
+             "answered by an entry holding more than one visit, so that another episode's return could reach the "
+             "target (a self-hit, the entry the step itself wrote, is a hit but not a cross hit). Both since the "
+             "run started, at its last row; the hit rate is that of the last row's window.", "",
+             "| env | algo | runs | " + " | ".join(column for _, column in names) + " |",
+             "|---|---|---:|" + "---|" * len(names)]
+    for r in rows:
+        cells = []
+        for name, _ in names:
+            if name not in r.figures:
+                cells.append("-")
+                continue
+            median, low, high = r.figures[name]
+            cells.append(f"{median:.3g} ({low:.3g}-{high:.3g})" if r.runs > 1 else f"{median:.3g}")
+        lines.append(f"| {r.env} | {r.algo} | {r.runs} | " + " | ".join(cells) + " |")
+    flagged = [r for r in rows if r.self_hits_only]
+    if flagged:
+        lines += ["", "**Self-hits only:** " + ", ".join(f"{r.algo} on {r.env}" for r in flagged)
+                  + f" answered fewer than {SELF_HIT_LIMIT:.0%} of lookups from an entry of more than one visit, so "
+                  "its target was (almost) each step's own return: what it adds over the base is return mixing, "
+                  "not memory of other episodes (compare with mc-<base>)."]
+    incentive = [r for r in rows if "reward_incentive" in r.figures and r.figures["reward_incentive"][2] == 0.0]
+    if incentive:
+        lines += ["", "**No incentive:** " + ", ".join(f"{r.algo} on {r.env}" for r in incentive)
+                  + ": the episodic incentive was exactly zero in every logged row; its intrinsic reward was "
+                  "curiosity alone."]
+    return "\n".join(lines)
+
+
 def improvements(runs: Sequence[RunSeries], score: Score, step: int | str,
                  reps: int = DEFAULT_REPS) -> list[Improvement]:
     """P(memory variant > its base) per env where both have scores, and across those envs (same seed rule)."""
@@ -652,6 +733,8 @@ class Report:
     """The score-table cells the paper also reports (``semzoo.run.paper``), with its number beside each."""
     table_1: list[Table1Row] = field(default_factory=list)
     """The paper's Table 1 (mean and median across maps of X and SEM-X) over the maps of ``beside_paper``."""
+    memory_use: list[MemoryUse] = field(default_factory=list)
+    """Per env and algorithm, what its memory did (``memory_use``): merge, cross-hit and hit rates, incentive."""
 
 
 def check_steps(runs: Sequence[RunSeries], metric: str, at: Sequence[int]) -> None:
@@ -733,6 +816,9 @@ def report(root: str | Path, at: Sequence[int], metric: str | None = None, out: 
     costs = wall_costs(runs)
     if costs:
         sections += ["", _wall_cost_table(costs)]
+    uses = memory_use(runs)
+    if uses:
+        sections += ["", _memory_use_table(uses)]
 
     scores = score_table(runs, at, metric)
     sections += ["", "## The paper's scores across maps (mean over seeds)", "", table_markdown(scores, metric)]
@@ -772,7 +858,7 @@ def report(root: str | Path, at: Sequence[int], metric: str | None = None, out: 
     path.write_text(markdown)
     return Report(metric=metric, at=list(at), aggregates=all_aggregates, improvements=all_improvements,
                   markdown=markdown, files=[path, profile, curves, export, *figures], wall_costs=costs,
-                  beside_paper=beside_paper, table_1=table_1)
+                  beside_paper=beside_paper, table_1=table_1, memory_use=uses)
 
 
 __all__ = [
@@ -790,6 +876,7 @@ __all__ = [
     "iqm_curve",
     "marl_eval_data",
     "memory_pairs",
+    "memory_use",
     "plot_performance_profiles",
     "plot_sample_efficiency",
     "plot_sensitivity",
