@@ -549,7 +549,7 @@ class EpisodicMemory(Memory, ABC):
             state_keys_KD = self.state_keys(clean.state.cpu().numpy()[episode_K, slot_K])
         else:
             state_keys_KD = state_keys_BSD.cpu().numpy()[episode_K, slot_K].view(np.uint32)
-        values_K, hits_K, merged_K = self._table.lookup_merged(self._query_keys(state_keys_KD, clean, episode_K, step_K))
+        values_K, hits_K, merged_K = self.lookup_merged(self._query_keys(state_keys_KD, clean, episode_K, step_K))
         self.usage.looked_up(hits_K, merged_K)
         like = clean.reward
         return TableLookup(values_BT=scatter(values_K, flat_K, like), hit_BT=scatter(hits_K, flat_K, like).bool(),
@@ -654,10 +654,15 @@ class EpisodicMemory(Memory, ABC):
 
         A miss gives MISS_VALUE; each hit counts as an access for eviction.
         """
+        values, hit, _ = self.lookup_merged(keys)
+        return values, hit
+
+    def lookup_merged(self, keys: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``lookup`` and whether each hit entry holds more than one visit (bool [...], false on a miss)."""
         keys_np = self._check_keys(keys)
-        values_K, hit_K = self._table.lookup(keys_np.reshape(-1, self.key_words))
+        values_K, hit_K, merged_K = self._table.lookup_merged(keys_np.reshape(-1, self.key_words))
         lead = keys_np.shape[:-1]
-        return values_K.reshape(lead), hit_K.reshape(lead)
+        return values_K.reshape(lead), hit_K.reshape(lead), merged_K.reshape(lead)
 
     def query(self, states: Any, actions: Any = None) -> tuple[np.ndarray, np.ndarray]:
         """lookup(keys(states, actions)): (values float32 [...], hit bool [...])."""
