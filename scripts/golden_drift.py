@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -33,8 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", action="append", default=None, help="ENV|ALGO of a golden run; repeatable")
     args = parser.parse_args(argv)
     recording = json.loads(golden_runs.GOLDEN_FILE.read_text())
-    if args.native:
+    if args.native:  # no pin at all: the machine's own ATen kernels, MKL, oneDNN and XLA paths
         golden_runs.PINNED_ENV.clear()
+        os.environ[golden_runs.ISA_ENV] = "native"
     for case in args.case or CASES:
         if case not in recording:
             parser.error(f"--case {case!r}: no golden run of that name; expected ENV|ALGO, e.g. {CASES[0]}")

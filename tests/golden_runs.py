@@ -57,6 +57,7 @@ other row unchanged. The rows come from the sequential loop (collect, then learn
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
@@ -98,19 +99,88 @@ def pinning_unavailable() -> str | None:
     return None
 
 
+ISA_ENV = "SEMZOO_GOLDEN_ISA"
+"""The variable that picks the ATen kernels of the golden children (see ``ISAS``); unset: ``default``, the
+recording's. Only ATen's kernels follow it: MKL, oneDNN, XLA and the thread counts stay pinned."""
+ISAS: dict[str, str | None] = {"default": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512", "native": None}
+"""Each value of ``ISA_ENV`` and the capability torch then reports (``torch.backends.cpu.get_cpu_capability()``);
+``native`` sets no ``ATEN_CPU_CAPABILITY``, so torch picks the kernels for this CPU."""
+
+
+def requested_isa() -> str:
+    """The value of ``ISA_ENV``, ``default`` where it is unset."""
+    isa = os.environ.get(ISA_ENV, "default")
+    if isa not in ISAS:
+        raise ValueError(f"{ISA_ENV}={isa!r}: expected one of {', '.join(ISAS)}; unset it for the recorded 'default'")
+    return isa
+
+
+def child_env(isa: str) -> dict[str, str]:
+    """The environment of a golden child: this one's, with ``PINNED_ENV`` and the ATen kernels of ``isa``."""
+    env = {**os.environ, **PINNED_ENV}
+    if isa == "native":
+        env.pop("ATEN_CPU_CAPABILITY", None)
+    else:
+        env["ATEN_CPU_CAPABILITY"] = isa
+    return env
+
+
+@functools.cache
+def isa_capability(isa: str) -> str:
+    """The capability torch reports in a child started for ``isa`` (it falls back to its own pick where the CPU
+    lacks the kernels asked for)."""
+    probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
+    done = subprocess.run([sys.executable, "-c", probe], env=child_env(isa), capture_output=True, text=True,
+                          check=True)
+    return done.stdout.strip()
+
+
+def isa_unavailable(isa: str, already: tuple[str, ...] = ()) -> str | None:
+    """Why the golden rows need no run under ``isa`` here (the CPU lacks it, or it is the kernels of one in
+    ``already``), or None where they do."""
+    if isa not in ISAS:
+        raise ValueError(f"ISA {isa!r}: expected one of {', '.join(ISAS)}")
+    if pinning_unavailable() is not None:
+        return pinning_unavailable()
+    capability = isa_capability(isa)
+    if ISAS[isa] is not None and capability != ISAS[isa]:
+        return f"this CPU has no {ISAS[isa]} kernels for torch (asked for them, it runs {capability})"
+    same = [other for other in already if isa_capability(other) == capability]
+    if same:
+        return f"{isa} runs the {capability} kernels here, as {same[0]} did"
+    return None
+
+
+GOLDEN_OVERRIDES: dict[str, Any] = {
+    "seed": 7, "steps": 240, "n_envs": 4, "test_interval": 120, "test_episodes": 4, "log_interval": 40,
+    "save_interval": 0, "threads": 1, "device": "cpu", "sequential": True,
+    "learner.batch_size": 4, "learner.buffer_size": 16, "learner.target_update_episodes": 8, "learner.lr": 5e-3,
+    "memory.lam": 0.5, "memory.pending_size": 30, "memory.capacity": 1000,
+    "mixer.central_embed_dim": 32, "mixer.qplex_heads": 2,
+    "exploration.epsilon_anneal_steps": 200,
+}
+"""Where a golden run departs from ``TrainConfig()``, by config key: a short run that still makes a few updates,
+target syncs and table writes. Every other field is the default, which tests/test_defaults.py pins to its
+source; that test pins this dict and the two below too, so a changed default cannot pass both unnoticed."""
+SMAX_OVERRIDES: dict[str, Any] = {"steps": 300, "test_interval": 150, "log_interval": 60}
+"""On top of ``GOLDEN_OVERRIDES`` for ``smax:`` envs (episodes of up to 60 steps, where a matrix game's are 1 or 2)."""
+SAEM_OVERRIDES: dict[str, Any] = {"memory.miss_rule": "zero"}
+"""On top of ``GOLDEN_OVERRIDES`` for ``saem-`` algorithms."""
+
+
+def golden_overrides(env: str, algo: str) -> dict[str, Any]:
+    """The config keys a golden run of (env, algo) sets, with their values (``GOLDEN_OVERRIDES`` and the rest)."""
+    return {"env": env, "algo": algo, **GOLDEN_OVERRIDES, **(SMAX_OVERRIDES if env.startswith("smax:") else {}),
+            **(SAEM_OVERRIDES if algo.startswith("saem-") else {})}
+
+
 def golden_config_dict(env: str, algo: str) -> dict[str, Any]:
-    """A TrainConfig as a dict (the stable, serialised form): a few updates, target syncs and table writes."""
-    smax = env.startswith("smax:")
-    return {
-        "env": env, "algo": algo, "seed": 7, "steps": 300 if smax else 240, "n_envs": 4,
-        "test_interval": 150 if smax else 120, "test_episodes": 4, "log_interval": 60 if smax else 40,
-        "save_interval": 0, "threads": 1, "device": "cpu", "sequential": True,
-        "learner": {"batch_size": 4, "buffer_size": 16, "target_update_episodes": 8, "lr": 5e-3},
-        "memory": {"lam": 0.5, "pending_size": 30, "capacity": 1000,
-                   "miss_rule": "zero" if algo.startswith("saem-") else "target"},
-        "mixer": {"central_embed_dim": 32, "qplex_heads": 2},
-        "exploration": {"epsilon_anneal_steps": 200},
-    }
+    """``golden_overrides`` as a nested dict, a section's keys under its name (the form ``golden_config`` merges)."""
+    nested: dict[str, Any] = {}
+    for key, value in golden_overrides(env, algo).items():
+        section, _, name = key.rpartition(".")
+        (nested.setdefault(section, {}) if section else nested)[name] = value
+    return nested
 
 
 def metric_rows(run_dir: Path) -> list[list[Any]]:
@@ -140,20 +210,26 @@ def golden_rows(env: str, algo: str, out: str | Path, changes: dict[str, Any] | 
 
     ``changes`` alters the config (a test's way to show that a change of learning is caught).
     """
+    return golden_run(env, algo, out, changes)[0]
+
+
+def golden_run(env: str, algo: str, out: str | Path, changes: dict[str, Any] | None = None,
+               ) -> tuple[list[list[Any]], str]:
+    """``golden_rows``, and the ATen capability the child ran under (``requested_isa()`` picks it)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     config_file = out / "golden-config.json"
     config_file.write_text(json.dumps(golden_config(env, algo, out, changes)))
-    env_vars = {**os.environ, **PINNED_ENV}
-    done = subprocess.run([sys.executable, __file__, "--train", str(config_file)], env=env_vars,
+    done = subprocess.run([sys.executable, __file__, "--train", str(config_file)], env=child_env(requested_isa()),
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"golden run {env}|{algo} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["rows"], result["isa"]
 
 
-def _train_here(config_file: str) -> list[list[Any]]:
-    """The child's side of ``golden_rows``: train the config in this process (already pinned) and return its rows."""
+def _train_here(config_file: str) -> dict[str, Any]:
+    """The child's side of ``golden_run``: train the config in this process (already pinned); its rows and ISA."""
     import torch
 
     from semzoo import TrainConfig, train
@@ -161,7 +237,7 @@ def _train_here(config_file: str) -> list[list[Any]]:
     torch.set_default_dtype(getattr(torch, GOLDEN_DTYPE_NAME))
     config = TrainConfig.from_dict(json.loads(Path(config_file).read_text()))
     run_dir, _ = train(config, progress=False, tensorboard=False)
-    return metric_rows(run_dir)
+    return {"rows": metric_rows(run_dir), "isa": torch.backends.cpu.get_cpu_capability()}
 
 
 def mismatch(rows: list[list[Any]], expected: list[list[Any]]) -> str | None:
@@ -192,9 +268,14 @@ def record(jobs: int = 2) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--train"]:  # the pinned child of golden_rows
+    if sys.argv[1:2] == ["--train"]:  # the pinned child of golden_run
         print(json.dumps(_train_here(sys.argv[2])))
         sys.exit(0)
+    if sys.argv[1:2] == ["--isa-unavailable"]:  # make test-isa: why not to run under ISA (after ALREADY ...)
+        print(isa_unavailable(sys.argv[2], tuple(sys.argv[3:])) or "")
+        sys.exit(0)
+    if requested_isa() != "default":
+        sys.exit(f"{ISA_ENV}={requested_isa()}: the recording is made under the pin; unset {ISA_ENV} to record")
     GOLDEN_FILE.parent.mkdir(exist_ok=True)
     GOLDEN_FILE.write_text(json.dumps(record(), indent=0))
     print(f"wrote {GOLDEN_FILE}")

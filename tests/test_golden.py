@@ -13,7 +13,19 @@ from __future__ import annotations
 import json
 
 import pytest
-from golden_runs import ALGOS, ENVS, GOLDEN_FILE, golden_rows, mismatch, pinning_unavailable
+from golden_runs import (
+    ALGOS,
+    ENVS,
+    GOLDEN_FILE,
+    ISA_ENV,
+    golden_rows,
+    golden_run,
+    isa_capability,
+    isa_unavailable,
+    mismatch,
+    pinning_unavailable,
+    requested_isa,
+)
 
 GOLDEN = json.loads(GOLDEN_FILE.read_text())
 
@@ -27,11 +39,23 @@ def _cases():
             yield pytest.param(env, algo, marks=marks, id=f"{env}|{algo}")
 
 
+@pytest.fixture(scope="session")
+def golden_isa() -> str:
+    """The ATen capability the golden children are asked to run (``SEMZOO_GOLDEN_ISA``); skips where the CPU lacks it."""
+    isa = requested_isa()
+    why = isa_unavailable(isa)
+    if why is not None:
+        pytest.skip(f"{ISA_ENV}={isa}: {why}")
+    return isa_capability(isa)
+
+
 @pytest.mark.parametrize(("env", "algo"), list(_cases()))
-def test_seeded_run_logs_the_recorded_metric_rows(env, algo, tmp_path):
+def test_seeded_run_logs_the_recorded_metric_rows(env, algo, tmp_path, golden_isa, record_property):
     if env.startswith("smax:"):
         pytest.importorskip("jaxmarl")
-    rows = golden_rows(env, algo, tmp_path)
+    rows, isa = golden_run(env, algo, tmp_path)
+    record_property("golden_isa", isa)  # tests/conftest.py sums these up at the end of the session
+    assert isa == golden_isa, f"the golden child ran under {isa}, not the {golden_isa} that {ISA_ENV} asks for"
     assert mismatch(rows, GOLDEN[f"{env}|{algo}"]) is None, mismatch(rows, GOLDEN[f"{env}|{algo}"])
 
 
