@@ -5,6 +5,7 @@ The recording holds on a CPU when every figure is far below the check's ``REL`` 
 quotes the figures of each kind of CPU it was checked on.
 
 Usage: python scripts/golden_drift.py [--native] [--case matrix:climbing|qplex ...]
+(``SEMZOO_GOLDEN_ISA=avx2`` and the like set ATen's kernels with the rest still pinned; see tests/golden_runs.py.)
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as out:
             rows = golden_runs.golden_rows(env, algo, out)
         problem = golden_runs.mismatch(rows, recording[case])
-        print(f"{'native' if args.native else 'pinned'} {case}: {len(rows)} rows, largest relative difference "
+        print(f"{'native' if args.native else f'pinned, ATen {golden_runs.requested_isa()}'} {case}: {len(rows)} rows, largest relative difference "
               f"{largest_relative_difference(rows, recording[case]):.2e}, {problem or 'passes'}", flush=True)
     return 0
 

@@ -2,7 +2,9 @@
 
 `test_golden.py` checks that the package still logs them: a refactor must keep them, and only a change meant to
 alter learning re-records them, with `python tests/golden_runs.py` (about 5 minutes on 2 cores). Timing metrics
-(machine-dependent) and wall time are left out.
+(machine-dependent) and wall time are left out. A golden run's configuration is ``TrainConfig()`` with the few
+fields of ``GOLDEN_OVERRIDES`` (and ``SMAX_OVERRIDES``, ``SAEM_OVERRIDES``) changed; tests/test_defaults.py pins
+those overrides and the defaults beside them.
 
 **Double precision and pinned numeric paths (why the recording holds on every x86-64 CPU).** Floats follow
 the CPU: ATen picks AVX-512, AVX2 or plain kernels by CPU, MKL picks its own code path by CPU vendor and ISA,
@@ -34,6 +36,21 @@ recording is 1.7e-11 (climbing QPLEX), 7.5e-12 (two-step SEM-QMIX), 6.3e-14 (cli
 1.4e-11, 3.8e-13 and 2.5e-8 (SMAX 3m, whose XLA dynamics then compile for this CPU): all below ``REL``. Measured
 with ``python scripts/golden_drift.py [--native]``.
 
+**The ISA of the golden children** is the pin's ``default`` unless ``SEMZOO_GOLDEN_ISA`` (``ISA_ENV``) names
+``avx2``, ``avx512`` or ``native`` (no ``ATEN_CPU_CAPABILITY``: torch's own pick); only ATen's kernels follow it,
+MKL, oneDNN, XLA and the threads stay pinned. Each child reports the capability it ran
+(``torch.backends.cpu.get_cpu_capability()``), ``test_golden.py`` checks it is the one asked for, and
+tests/conftest.py ends the session with a line such as ``golden children ran under ISA: AVX2 x45``. ``make test``
+runs the rows under ``default``, ``make test-isa`` under ``avx2``, ``avx512`` and ``native``, skipping one the CPU
+cannot run or one that gives the kernels of an ISA already run. torch takes ``ATEN_CPU_CAPABILITY`` at its word:
+asked for AVX-512 kernels on a CPU without them it reports ``AVX512`` and dies with SIGILL, so
+``isa_unavailable`` runs a few kernels in a child first. Measured 2026-11-26 on a
+2-core AMD EPYC whose CPU flags show AVX2 and no AVX-512 (torch's own pick there is AVX2, so ``native`` is
+``avx2``, and ``avx512`` is skipped): all 45 golden rows pass under ``avx2`` (and the two-step game's 15 under
+``native``), the float64 rows holding as the argument above says; ``scripts/golden_drift.py`` under ``avx2``
+gives largest relative differences of 1.2e-11 (climbing QPLEX), 7.0e-11 (two-step SEM-QMIX) and 6.3e-13
+(climbing CW-QMIX) against the recording. AVX-512 kernels were not run on a CPU that has them.
+
 Float64 runs start from other initial weights (the initialisers draw in float64), so the golden rows are not
 the rows of a float32 run of the same seed: they pin what the code computes, which a refactor must keep. A
 float32-only change (a cast that rounds) could pass them; the exactness tests (two runs of one seed, resume)
@@ -61,6 +78,7 @@ import functools
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -125,27 +143,40 @@ def child_env(isa: str) -> dict[str, str]:
     return env
 
 
+ISA_PROBE = ("import torch; x = torch.linspace(-3, 3, 4099, dtype=torch.float64); "
+             "(x.exp() + x.float().sigmoid().double()).sum().item(); print(torch.backends.cpu.get_cpu_capability())")
+"""A few vectorized kernels, then the capability torch ran them with."""
+
+
 @functools.cache
+def _probe(isa: str) -> tuple[int, str]:
+    done = subprocess.run([sys.executable, "-c", ISA_PROBE], env=child_env(isa), capture_output=True, text=True,
+                          check=False)
+    return done.returncode, done.stdout.strip()
+
+
 def isa_capability(isa: str) -> str:
-    """The capability torch reports in a child started for ``isa`` (it falls back to its own pick where the CPU
-    lacks the kernels asked for)."""
-    probe = "import torch; print(torch.backends.cpu.get_cpu_capability())"
-    done = subprocess.run([sys.executable, "-c", probe], env=child_env(isa), capture_output=True, text=True,
-                          check=True)
-    return done.stdout.strip()
+    """The capability torch runs in a child started for ``isa`` (``AVX2`` ...; torch falls back to its own pick
+    where the CPU lacks the kernels asked for, or dies where it believes the CPU has them and it does not)."""
+    returncode, capability = _probe(isa)
+    if returncode != 0:
+        raise RuntimeError(f"{ISA_ENV}={isa}: a child running torch's kernels for it exits with {returncode}")
+    return capability
 
 
 def isa_unavailable(isa: str, already: tuple[str, ...] = ()) -> str | None:
-    """Why the golden rows need no run under ``isa`` here (the CPU lacks it, or it is the kernels of one in
+    """Why the golden rows need no run under ``isa`` here (the CPU cannot run it, or it is the kernels of one in
     ``already``), or None where they do."""
     if isa not in ISAS:
         raise ValueError(f"ISA {isa!r}: expected one of {', '.join(ISAS)}")
     if pinning_unavailable() is not None:
         return pinning_unavailable()
-    capability = isa_capability(isa)
+    returncode, capability = _probe(isa)
+    if returncode != 0:  # torch takes ATEN_CPU_CAPABILITY at its word: AVX-512 kernels on an AVX2 CPU stop (SIGILL)
+        return f"this CPU cannot run torch's {ISAS[isa] or 'own'} kernels (a child asked for them exits with {returncode})"
     if ISAS[isa] is not None and capability != ISAS[isa]:
         return f"this CPU has no {ISAS[isa]} kernels for torch (asked for them, it runs {capability})"
-    same = [other for other in already if isa_capability(other) == capability]
+    same = [other for other in already if _probe(other) == (0, capability)]
     if same:
         return f"{isa} runs the {capability} kernels here, as {same[0]} did"
     return None
@@ -223,7 +254,9 @@ def golden_run(env: str, algo: str, out: str | Path, changes: dict[str, Any] | N
     done = subprocess.run([sys.executable, __file__, "--train", str(config_file)], env=child_env(requested_isa()),
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"golden run {env}|{algo} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+        how = f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0 else f"exit {done.returncode}"
+        raise RuntimeError(f"golden run {env}|{algo} failed ({how}, {ISA_ENV}={requested_isa()}):\n"
+                           f"{done.stderr[-4000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
     return result["rows"], result["isa"]
 

@@ -4,7 +4,9 @@ The rows (tests/golden/metrics.json) are recorded by `tests/golden_runs.py`, eac
 subprocess in float64 on pinned numeric paths (``golden_runs.PINNED_ENV``: ATen's default kernels, MKL's
 COMPATIBLE mode, XLA at SSE4.2, one thread), so that they hold on every x86-64 CPU whatever its vector units
 and vendor; that module's docstring says why, with the measured noise (about 1e-11 in float64). Env steps, episodes, updates and metric names
-must match exactly, values to 1e-6 relative. The second half of this file shows that the check still
+must match exactly, values to 1e-6 relative. ``SEMZOO_GOLDEN_ISA`` (default, avx2, avx512, native) sets the
+children's ATen kernels; each test checks its child ran the kernels asked for and records them, and the session
+ends with a line naming them (tests/conftest.py). The second half of this file shows that the check still
 catches small changes of learning.
 """
 
@@ -67,6 +69,8 @@ LEARNING_CHANGES = {
     # on the two-step game: the climbing game's one step has no bootstrap, so its target network changes nothing
     "target update one episode late": ("matrix:two_step", "sem-qplex", {"learner": {"target_update_episodes": 9}}),
     "miss rule flipped": ("matrix:two_step", "sem-qmix", {"memory": {"miss_rule": "zero"}}),
+    # a default the golden runs inherit (tests/test_defaults.py pins the ones they override)
+    "RMSprop alpha 0.1 % higher": ("matrix:climbing", "qmix", {"learner": {"rms_alpha": 0.99 * 1.001}}),
 }
 
 
