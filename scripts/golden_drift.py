@@ -5,12 +5,14 @@ The recording holds on a CPU when every figure is far below the check's ``REL`` 
 quotes the figures of each kind of CPU it was checked on.
 
 Usage: python scripts/golden_drift.py [--native] [--case matrix:climbing|qplex ...]
+(``SEMZOO_GOLDEN_ISA=avx2`` and the like set ATen's kernels with the rest still pinned; see tests/golden_runs.py.)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -33,8 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", action="append", default=None, help="ENV|ALGO of a golden run; repeatable")
     args = parser.parse_args(argv)
     recording = json.loads(golden_runs.GOLDEN_FILE.read_text())
-    if args.native:
+    if args.native:  # no pin at all: the machine's own ATen kernels, MKL, oneDNN and XLA paths
         golden_runs.PINNED_ENV.clear()
+        os.environ[golden_runs.ISA_ENV] = "native"
     for case in args.case or CASES:
         if case not in recording:
             parser.error(f"--case {case!r}: no golden run of that name; expected ENV|ALGO, e.g. {CASES[0]}")
@@ -42,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as out:
             rows = golden_runs.golden_rows(env, algo, out)
         problem = golden_runs.mismatch(rows, recording[case])
-        print(f"{'native' if args.native else 'pinned'} {case}: {len(rows)} rows, largest relative difference "
+        print(f"{'native' if args.native else f'pinned, ATen {golden_runs.requested_isa()}'} {case}: {len(rows)} rows, largest relative difference "
               f"{largest_relative_difference(rows, recording[case]):.2e}, {problem or 'passes'}", flush=True)
     return 0
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,15 @@ def fresh_registries(monkeypatch):
     yield
     for name in plugin_modules:  # and are gone after it: their registrations went with the copies
         sys.modules.pop(name, None)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line with the ATen ISA each golden child ran under (test_golden.py records it as ``golden_isa``),
+    printed by ``pytest -q`` too, so that a log shows which kernels the golden rows were checked on."""
+    isas = Counter(value for reports in terminalreporter.stats.values() for report in reports
+                   if getattr(report, "when", None) == "call"
+                   for name, value in getattr(report, "user_properties", ()) if name == "golden_isa")
+    if isas:
+        requested = os.environ.get("SEMZOO_GOLDEN_ISA", "default")
+        counts = ", ".join(f"{isa} x{n}" for isa, n in sorted(isas.items()))
+        terminalreporter.write_line(f"golden children ran under ISA: {counts} (SEMZOO_GOLDEN_ISA={requested})")

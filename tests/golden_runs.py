@@ -2,7 +2,9 @@
 
 `test_golden.py` checks that the package still logs them: a refactor must keep them, and only a change meant to
 alter learning re-records them, with `python tests/golden_runs.py` (about 5 minutes on 2 cores). Timing metrics
-(machine-dependent) and wall time are left out.
+(machine-dependent) and wall time are left out. A golden run's configuration is ``TrainConfig()`` with the few
+fields of ``GOLDEN_OVERRIDES`` (and ``SMAX_OVERRIDES``, ``SAEM_OVERRIDES``) changed; tests/test_defaults.py pins
+those overrides and the defaults beside them.
 
 **Double precision and pinned numeric paths (why the recording holds on every x86-64 CPU).** Floats follow
 the CPU: ATen picks AVX-512, AVX2 or plain kernels by CPU, MKL picks its own code path by CPU vendor and ISA,
@@ -34,6 +36,21 @@ recording is 1.7e-11 (climbing QPLEX), 7.5e-12 (two-step SEM-QMIX), 6.3e-14 (cli
 1.4e-11, 3.8e-13 and 2.5e-8 (SMAX 3m, whose XLA dynamics then compile for this CPU): all below ``REL``. Measured
 with ``python scripts/golden_drift.py [--native]``.
 
+**The ISA of the golden children** is the pin's ``default`` unless ``SEMZOO_GOLDEN_ISA`` (``ISA_ENV``) names
+``avx2``, ``avx512`` or ``native`` (no ``ATEN_CPU_CAPABILITY``: torch's own pick); only ATen's kernels follow it,
+MKL, oneDNN, XLA and the threads stay pinned. Each child reports the capability it ran
+(``torch.backends.cpu.get_cpu_capability()``), ``test_golden.py`` checks it is the one asked for, and
+tests/conftest.py ends the session with a line such as ``golden children ran under ISA: AVX2 x45``. ``make test``
+runs the rows under ``default``, ``make test-isa`` under ``avx2``, ``avx512`` and ``native``, skipping one the CPU
+cannot run or one that gives the kernels of an ISA already run. torch takes ``ATEN_CPU_CAPABILITY`` at its word:
+asked for AVX-512 kernels on a CPU without them it reports ``AVX512`` and dies with SIGILL, so
+``isa_unavailable`` runs a few kernels in a child first. Measured 2026-11-26 on a
+2-core AMD EPYC whose CPU flags show AVX2 and no AVX-512 (torch's own pick there is AVX2, so ``native`` is
+``avx2``, and ``avx512`` is skipped): all 45 golden rows pass under ``avx2`` (and the two-step game's 15 under
+``native``), the float64 rows holding as the argument above says; ``scripts/golden_drift.py`` under ``avx2``
+gives largest relative differences of 1.2e-11 (climbing QPLEX), 7.0e-11 (two-step SEM-QMIX) and 6.3e-13
+(climbing CW-QMIX) against the recording. AVX-512 kernels were not run on a CPU that has them.
+
 Float64 runs start from other initial weights (the initialisers draw in float64), so the golden rows are not
 the rows of a float32 run of the same seed: they pin what the code computes, which a refactor must keep. A
 float32-only change (a cast that rounds) could pass them; the exactness tests (two runs of one seed, resume)
@@ -57,9 +74,11 @@ other row unchanged. The rows come from the sequential loop (collect, then learn
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -98,19 +117,101 @@ def pinning_unavailable() -> str | None:
     return None
 
 
+ISA_ENV = "SEMZOO_GOLDEN_ISA"
+"""The variable that picks the ATen kernels of the golden children (see ``ISAS``); unset: ``default``, the
+recording's. Only ATen's kernels follow it: MKL, oneDNN, XLA and the thread counts stay pinned."""
+ISAS: dict[str, str | None] = {"default": "DEFAULT", "avx2": "AVX2", "avx512": "AVX512", "native": None}
+"""Each value of ``ISA_ENV`` and the capability torch then reports (``torch.backends.cpu.get_cpu_capability()``);
+``native`` sets no ``ATEN_CPU_CAPABILITY``, so torch picks the kernels for this CPU."""
+
+
+def requested_isa() -> str:
+    """The value of ``ISA_ENV``, ``default`` where it is unset."""
+    isa = os.environ.get(ISA_ENV, "default")
+    if isa not in ISAS:
+        raise ValueError(f"{ISA_ENV}={isa!r}: expected one of {', '.join(ISAS)}; unset it for the recorded 'default'")
+    return isa
+
+
+def child_env(isa: str) -> dict[str, str]:
+    """The environment of a golden child: this one's, with ``PINNED_ENV`` and the ATen kernels of ``isa``."""
+    env = {**os.environ, **PINNED_ENV}
+    if isa == "native":
+        env.pop("ATEN_CPU_CAPABILITY", None)
+    else:
+        env["ATEN_CPU_CAPABILITY"] = isa
+    return env
+
+
+ISA_PROBE = ("import torch; x = torch.linspace(-3, 3, 4099, dtype=torch.float64); "
+             "(x.exp() + x.float().sigmoid().double()).sum().item(); print(torch.backends.cpu.get_cpu_capability())")
+"""A few vectorized kernels, then the capability torch ran them with."""
+
+
+@functools.cache
+def _probe(isa: str) -> tuple[int, str]:
+    done = subprocess.run([sys.executable, "-c", ISA_PROBE], env=child_env(isa), capture_output=True, text=True,
+                          check=False)
+    return done.returncode, done.stdout.strip()
+
+
+def isa_capability(isa: str) -> str:
+    """The capability torch runs in a child started for ``isa`` (``AVX2`` ...; torch falls back to its own pick
+    where the CPU lacks the kernels asked for, or dies where it believes the CPU has them and it does not)."""
+    returncode, capability = _probe(isa)
+    if returncode != 0:
+        raise RuntimeError(f"{ISA_ENV}={isa}: a child running torch's kernels for it exits with {returncode}")
+    return capability
+
+
+def isa_unavailable(isa: str, already: tuple[str, ...] = ()) -> str | None:
+    """Why the golden rows need no run under ``isa`` here (the CPU cannot run it, or it is the kernels of one in
+    ``already``), or None where they do."""
+    if isa not in ISAS:
+        raise ValueError(f"ISA {isa!r}: expected one of {', '.join(ISAS)}")
+    if pinning_unavailable() is not None:
+        return pinning_unavailable()
+    returncode, capability = _probe(isa)
+    if returncode != 0:  # torch takes ATEN_CPU_CAPABILITY at its word: AVX-512 kernels on an AVX2 CPU stop (SIGILL)
+        return f"this CPU cannot run torch's {ISAS[isa] or 'own'} kernels (a child asked for them exits with {returncode})"
+    if ISAS[isa] is not None and capability != ISAS[isa]:
+        return f"this CPU has no {ISAS[isa]} kernels for torch (asked for them, it runs {capability})"
+    same = [other for other in already if _probe(other) == (0, capability)]
+    if same:
+        return f"{isa} runs the {capability} kernels here, as {same[0]} did"
+    return None
+
+
+GOLDEN_OVERRIDES: dict[str, Any] = {
+    "seed": 7, "steps": 240, "n_envs": 4, "test_interval": 120, "test_episodes": 4, "log_interval": 40,
+    "save_interval": 0, "threads": 1, "device": "cpu", "sequential": True,
+    "learner.batch_size": 4, "learner.buffer_size": 16, "learner.target_update_episodes": 8, "learner.lr": 5e-3,
+    "memory.lam": 0.5, "memory.pending_size": 30, "memory.capacity": 1000,
+    "mixer.central_embed_dim": 32, "mixer.qplex_heads": 2,
+    "exploration.epsilon_anneal_steps": 200,
+}
+"""Where a golden run departs from ``TrainConfig()``, by config key: a short run that still makes a few updates,
+target syncs and table writes. Every other field is the default, which tests/test_defaults.py pins to its
+source; that test pins this dict and the two below too, so a changed default cannot pass both unnoticed."""
+SMAX_OVERRIDES: dict[str, Any] = {"steps": 300, "test_interval": 150, "log_interval": 60}
+"""On top of ``GOLDEN_OVERRIDES`` for ``smax:`` envs (episodes of up to 60 steps, where a matrix game's are 1 or 2)."""
+SAEM_OVERRIDES: dict[str, Any] = {"memory.miss_rule": "zero"}
+"""On top of ``GOLDEN_OVERRIDES`` for ``saem-`` algorithms."""
+
+
+def golden_overrides(env: str, algo: str) -> dict[str, Any]:
+    """The config keys a golden run of (env, algo) sets, with their values (``GOLDEN_OVERRIDES`` and the rest)."""
+    return {"env": env, "algo": algo, **GOLDEN_OVERRIDES, **(SMAX_OVERRIDES if env.startswith("smax:") else {}),
+            **(SAEM_OVERRIDES if algo.startswith("saem-") else {})}
+
+
 def golden_config_dict(env: str, algo: str) -> dict[str, Any]:
-    """A TrainConfig as a dict (the stable, serialised form): a few updates, target syncs and table writes."""
-    smax = env.startswith("smax:")
-    return {
-        "env": env, "algo": algo, "seed": 7, "steps": 300 if smax else 240, "n_envs": 4,
-        "test_interval": 150 if smax else 120, "test_episodes": 4, "log_interval": 60 if smax else 40,
-        "save_interval": 0, "threads": 1, "device": "cpu", "sequential": True,
-        "learner": {"batch_size": 4, "buffer_size": 16, "target_update_episodes": 8, "lr": 5e-3},
-        "memory": {"lam": 0.5, "pending_size": 30, "capacity": 1000,
-                   "miss_rule": "zero" if algo.startswith("saem-") else "target"},
-        "mixer": {"central_embed_dim": 32, "qplex_heads": 2},
-        "exploration": {"epsilon_anneal_steps": 200},
-    }
+    """``golden_overrides`` as a nested dict, a section's keys under its name (the form ``golden_config`` merges)."""
+    nested: dict[str, Any] = {}
+    for key, value in golden_overrides(env, algo).items():
+        section, _, name = key.rpartition(".")
+        (nested.setdefault(section, {}) if section else nested)[name] = value
+    return nested
 
 
 def metric_rows(run_dir: Path) -> list[list[Any]]:
@@ -140,20 +241,28 @@ def golden_rows(env: str, algo: str, out: str | Path, changes: dict[str, Any] | 
 
     ``changes`` alters the config (a test's way to show that a change of learning is caught).
     """
+    return golden_run(env, algo, out, changes)[0]
+
+
+def golden_run(env: str, algo: str, out: str | Path, changes: dict[str, Any] | None = None,
+               ) -> tuple[list[list[Any]], str]:
+    """``golden_rows``, and the ATen capability the child ran under (``requested_isa()`` picks it)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     config_file = out / "golden-config.json"
     config_file.write_text(json.dumps(golden_config(env, algo, out, changes)))
-    env_vars = {**os.environ, **PINNED_ENV}
-    done = subprocess.run([sys.executable, __file__, "--train", str(config_file)], env=env_vars,
+    done = subprocess.run([sys.executable, __file__, "--train", str(config_file)], env=child_env(requested_isa()),
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"golden run {env}|{algo} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+        how = f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0 else f"exit {done.returncode}"
+        raise RuntimeError(f"golden run {env}|{algo} failed ({how}, {ISA_ENV}={requested_isa()}):\n"
+                           f"{done.stderr[-4000:]}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["rows"], result["isa"]
 
 
-def _train_here(config_file: str) -> list[list[Any]]:
-    """The child's side of ``golden_rows``: train the config in this process (already pinned) and return its rows."""
+def _train_here(config_file: str) -> dict[str, Any]:
+    """The child's side of ``golden_run``: train the config in this process (already pinned); its rows and ISA."""
     import torch
 
     from semzoo import TrainConfig, train
@@ -161,7 +270,7 @@ def _train_here(config_file: str) -> list[list[Any]]:
     torch.set_default_dtype(getattr(torch, GOLDEN_DTYPE_NAME))
     config = TrainConfig.from_dict(json.loads(Path(config_file).read_text()))
     run_dir, _ = train(config, progress=False, tensorboard=False)
-    return metric_rows(run_dir)
+    return {"rows": metric_rows(run_dir), "isa": torch.backends.cpu.get_cpu_capability()}
 
 
 def mismatch(rows: list[list[Any]], expected: list[list[Any]]) -> str | None:
@@ -192,9 +301,14 @@ def record(jobs: int = 2) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--train"]:  # the pinned child of golden_rows
+    if sys.argv[1:2] == ["--train"]:  # the pinned child of golden_run
         print(json.dumps(_train_here(sys.argv[2])))
         sys.exit(0)
+    if sys.argv[1:2] == ["--isa-unavailable"]:  # make test-isa: why not to run under ISA (after ALREADY ...)
+        print(isa_unavailable(sys.argv[2], tuple(sys.argv[3:])) or "")
+        sys.exit(0)
+    if requested_isa() != "default":
+        sys.exit(f"{ISA_ENV}={requested_isa()}: the recording is made under the pin; unset {ISA_ENV} to record")
     GOLDEN_FILE.parent.mkdir(exist_ok=True)
     GOLDEN_FILE.write_text(json.dumps(record(), indent=0))
     print(f"wrote {GOLDEN_FILE}")

@@ -143,28 +143,79 @@ def assert_cli_resume_is_exact(train_cli, out, flags, *, steps: int, stop_at: in
     return a
 
 
-@pytest.mark.parametrize("sequential", [False, True], ids=["overlapped", "sequential"])
-def test_resume_is_bitwise_identical_to_a_straight_run(tmp_path, sequential):
-    pytest.importorskip("mpe2")
-    total = 200
+RESUMED_PARTS = ("learner", "buffer", "memory", "rng", "loop", "counters", "best")
+"""The parts of a checkpoint that a resumed run must end with exactly as the straight run (and ``acting``)."""
+
+
+def straight_and_resumed(tmp_path, *, sequential: bool, total: int = 200):
+    """Train to ``total`` env steps straight, and to half of it then resumed: both final checkpoints and row lists."""
     straight_dir, _ = train(tiny_config(tmp_path / "straight", steps=total, sequential=sequential), tensorboard=False)
     half_dir, _ = train(tiny_config(tmp_path / "split", steps=total // 2, sequential=sequential), tensorboard=False)
     assert run_finished(half_dir, total // 2) and not run_finished(half_dir, total)
     resume(half_dir, steps=total, tensorboard=False)
     assert run_finished(half_dir, total)
-
     _, straight = CheckpointManager(straight_dir).load_latest()
     _, split = CheckpointManager(half_dir).load_latest()
-    assert straight["counters"]["env_steps"] == total and straight["counters"]["updates"] > 0
+    for state in (straight, split):
+        state["counters"].pop("wall_time")
+    return straight, split, comparable_rows(straight_dir), comparable_rows(half_dir)
+
+
+def resume_differences(straight, split, straight_rows, split_rows) -> list[str]:
+    """The checkpoint parts (and ``metric rows``) in which a resumed run differs from the straight run."""
+    differ = []
+    for key in (*RESUMED_PARTS, *(("acting",) if "acting" in straight else ())):
+        try:
+            assert_same(straight[key], split[key], key)
+        except AssertionError:
+            differ.append(key)
+    return differ + (["metric rows"] if straight_rows != split_rows else [])
+
+
+@pytest.mark.parametrize("sequential", [False, True], ids=["overlapped", "sequential"])
+def test_resume_is_bitwise_identical_to_a_straight_run(tmp_path, sequential):
+    pytest.importorskip("mpe2")
+    straight, split, straight_rows, split_rows = straight_and_resumed(tmp_path, sequential=sequential)
+    assert straight["counters"]["env_steps"] == 200 and straight["counters"]["updates"] > 0
     assert straight["memory"]["n_entries"] > 0 and straight["buffer"]["size"] == 16
     assert ("acting" in straight) is not sequential  # overlap mode saves the acting agent's parameters
-    for key in ("learner", "buffer", "memory", "rng", "loop", "counters", "best",
-                *(() if sequential else ("acting",))):
-        if key == "counters":
-            straight[key].pop("wall_time"), split[key].pop("wall_time")
-        assert_same(straight[key], split[key], key)
-    rows = comparable_rows(straight_dir)
-    assert len(rows) > 50 and rows == comparable_rows(half_dir)
+    differ = resume_differences(straight, split, straight_rows, split_rows)
+    assert not differ, f"the resumed run ends other than the straight run in: {', '.join(differ)}"
+    assert len(straight_rows) > 50
+
+
+def _forget_sampling_generator(trainer, load, state):
+    load(trainer, state)
+    trainer.generator.manual_seed(trainer.config.seed)  # as a fresh run's: the replay samples start over
+
+
+def _forget_episodic_table(trainer, load, state):
+    empty = trainer.memory.state_dict()  # the fresh run's table, before the checkpoint is read
+    load(trainer, state)
+    trainer.memory.load_state_dict(empty)
+
+
+def _forget_metric_window(trainer, load, state):
+    load(trainer, state)
+    trainer._window, trainer._recent = {}, []  # the training metrics gathered since the last logged row
+
+
+RESUME_CHANGES = {
+    "replay sampling generator not restored": _forget_sampling_generator,
+    "episodic table not restored": _forget_episodic_table,
+    "training-metric window not restored": _forget_metric_window,
+}
+"""Pieces of state a change could forget to save or restore, each planted in ``Trainer.load_state_dict``
+(``plant(trainer, the real load, state)``): the exact resume check must notice each."""
+
+
+@pytest.mark.parametrize("change", list(RESUME_CHANGES))
+def test_exact_resume_check_fails_on_state_left_out_of_a_resume(change, tmp_path, monkeypatch):
+    pytest.importorskip("mpe2")
+    plant, load = RESUME_CHANGES[change], Trainer.load_state_dict
+    monkeypatch.setattr(Trainer, "load_state_dict", lambda trainer, state: plant(trainer, load, state))
+    differ = resume_differences(*straight_and_resumed(tmp_path, sequential=True))
+    assert differ, f"{change}: the resumed run is the straight run, the check did not notice"
 
 
 def test_a_fresh_run_refuses_a_directory_that_holds_checkpoints(tmp_path):

@@ -1,0 +1,169 @@
+"""The defaults are the paper's: every default that a source fixes, stated here with that source.
+
+Sources: the SEM paper (Ma & Li, 2021), its experiments section and its appendix ("Experimental settings" and the
+table of SEM's hyper-parameters); PyMARL's configs (oxwhirl/pymarl, src/config/default.yaml and algs/qmix.yaml),
+which the paper adopts for every common hyper-parameter; and the configs of the authors of QPLEX (wjh720/QPLEX),
+WQMIX (oxwhirl/wqmix), EMC (kikojay/EMC) and EMU (HyunghoNa/EMU). A changed default fails
+``test_default_is_its_sources_value[<key>]``. Every leaf of the config tree is either in ``PINNED`` or in
+``NOT_FIXED`` (with why no source fixes it), so a new field fails until it is classified. The golden runs
+(tests/golden_runs.py) are the defaults plus named overrides, pinned here too: a default cannot change unseen by
+both the golden rows and this file.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from golden_runs import ALGOS, ENVS, GOLDEN_OVERRIDES, SAEM_OVERRIDES, SMAX_OVERRIDES, golden_config
+
+from semzoo.config import config_fields
+
+PAPER = "SEM paper (shared/paper/sem.tex)"
+PAPER_APPENDIX = f"{PAPER}, appendix, experimental settings"
+PAPER_TABLE = f"{PAPER}, appendix table 'The hyper-parameters in SEM on SMAC'"
+PYMARL = "PyMARL oxwhirl/pymarl src/config/default.yaml"
+PYMARL_QMIX = "PyMARL oxwhirl/pymarl src/config/algs/qmix.yaml"
+QPLEX = "QPLEX wjh720/QPLEX pymarl-master/src/config/algs/qplex_sc2.yaml"
+WQMIX = "WQMIX oxwhirl/wqmix src/config/algs/cw_qmix.yaml"
+EMC = "EMC kikojay/EMC pymarl/src/config/algs/EMC_sc2.yaml"
+EMC_CODE = "EMC kikojay/EMC code"
+EMU = "EMU HyunghoNa/EMU EMU_release_pymarl/src/config/algs/EMU_sc2.yaml"
+EMU_CODE = "EMU HyunghoNa/EMU code (EMU_release_pymarl)"
+
+PINNED: dict[str, tuple[Any, str]] = {
+    # the test schedule
+    "test_interval": (10_000, f"{PAPER}, experiments: 32 evaluation episodes every 10000 time-steps"),
+    "test_episodes": (32, f"{PAPER}, experiments: 32 evaluation episodes every 10000 time-steps"),
+    # the agent network
+    "agent.hidden_dim": (64, f"{PYMARL}: rnn_hidden_dim 64"),
+    "agent.obs_agent_id": (True, f"{PYMARL}: obs_agent_id True"),
+    "agent.obs_last_action": (True, f"{PYMARL}: obs_last_action True"),
+    # the mixers
+    "mixer.embed_dim": (32, f"{PYMARL_QMIX}: mixing_embed_dim 32 (QMIX's as the paper's appendix adopts)"),
+    "mixer.hypernet_dim": (64, f"{PYMARL_QMIX}: hypernet_layers 2, hypernet_embed 64"),
+    "mixer.qplex_heads": (4, f"{QPLEX}: num_kernel 4"),
+    "mixer.central_embed_dim": (256, f"{WQMIX}: central_mixing_embed_dim 256"),
+    "mixer.wqmix_alpha": (0.75, f"{PAPER}, appendix (SEM-WQMIX): alpha is set to 0.75"),
+    # SEM's memory
+    "memory.lam": (0.1, f"{PAPER_TABLE}: lambda 0.1"),
+    "memory.proj_dim": (4, f"{PAPER_TABLE}: D 4 (EMC's emdqn_latent_dim is 4 too)"),
+    "memory.capacity": (1_000_000, f"{PAPER_TABLE}: |Q^S| 10^6 (EMC's emdqn_buffer_size is 1000000 too)"),
+    "memory.pending_size": (5000, f"{PAPER_TABLE}: |M| 5000"),
+    "memory.miss_rule": ("target", f"{PAPER}, sec. 'Training Procedure' of SEM: a missing Q^S(s_{{t+1}}) is "
+                                   "replaced by max_u Q_tot(tau_{t+1}, u; theta^-)"),
+    # the loss and its optimiser
+    "learner.gamma": (0.99, f"{PAPER_APPENDIX}: gamma 0.99; {PYMARL}: gamma 0.99"),
+    "learner.lr": (5e-4, f"{PAPER_APPENDIX}: RMSprop, learning rate 5e-4; {PYMARL}: lr 0.0005"),
+    "learner.rms_alpha": (0.99, f"{PYMARL}: optim_alpha 0.99"),
+    "learner.rms_eps": (1e-5, f"{PYMARL}: optim_eps 0.00001"),
+    "learner.grad_clip": (10.0, f"{PYMARL}: grad_norm_clip 10"),
+    "learner.batch_size": (32, f"{PAPER_APPENDIX}: B = 32 episodes; {PYMARL}: batch_size 32"),
+    "learner.buffer_size": (5000, f"{PAPER_APPENDIX}: replay buffer of 5000 episodes; {PYMARL_QMIX}: buffer_size 5000"),
+    "learner.target_update_episodes": (200, f"{PAPER_APPENDIX}: target networks updated every 200 training episodes; "
+                                            f"{PYMARL_QMIX}: target_update_interval 200"),
+    "learner.double_q": (True, f"{PYMARL_QMIX}: double_q True"),
+    "learner.updates_per_episode": (1.0, f"{PAPER}, Algorithm 1: one update per collected episode"),
+    "learner.replay_dtype": ("float32", "PyMARL oxwhirl/pymarl src/components/episode_buffer.py: float32 by default"),
+    # the epsilon schedule
+    "exploration.epsilon_start": (1.0, f"{PAPER_APPENDIX}: epsilon annealed from 1.0; {PYMARL_QMIX}: epsilon_start 1.0"),
+    "exploration.epsilon_finish": (0.05, f"{PAPER_APPENDIX}: to 0.05; {PYMARL_QMIX}: epsilon_finish 0.05"),
+    "exploration.epsilon_anneal_steps": (50_000, f"{PAPER_APPENDIX}: over 50K time steps; "
+                                                 f"{PYMARL_QMIX}: epsilon_anneal_time 50000"),
+    # EMC's (and EMU's) curiosity
+    "curiosity.curiosity": (True, f"{EMC}: the curiosity reward is on (curiosity_scale 0.001); {EMU} too"),
+    "curiosity.curiosity_scale": (0.001, f"{EMC}: curiosity_scale 0.001; {EMU}: the same"),
+    "curiosity.curiosity_decay_rate": (0.9, f"{EMC}: curiosity_decay_rate 0.9"),
+    "curiosity.curiosity_decay_steps": (100_000, f"{EMC}: curiosity_decay_cycle 100000"),
+    "curiosity.curiosity_floor": (0.0, f"{EMC}: curiosity_decay_stop 0.0"),
+    "curiosity.curiosity_tau": (0.005, f"{EMC}: soft_update_tau 0.005"),
+    "curiosity.curiosity_lr": (5e-4, f"{EMC_CODE}: the predictor's Adam at the learner's lr, PyMARL's 0.0005"),
+    "curiosity.curiosity_target_scale": (10.0, f"{EMC_CODE}: learners/vdn_Qlearner.py predicts 10 x the "
+                                               "soft copy's Q-values"),
+    # EMC's memory
+    "emc.emc_loss_weight": (0.1, f"{EMC}: emdqn_loss_weight 0.1"),
+    "emc.emc_atol": (1e-8, f"{EMC_CODE}: modules/agents/LRN_KNN.py, np.allclose(atol=1e-8)"),
+    "emc.emc_rtol": (1e-5, f"{EMC_CODE}: modules/agents/LRN_KNN.py, np.allclose with numpy's default rtol 1e-5"),
+    # EMU's memory
+    "emu.emu_delta": (1.3e-5, f"{EMU}: atol_memory 0.000013 (fixed_delta True)"),
+    "emu.emu_hidden_dim": (64, f"{EMU_CODE}: the embedder's hidden layers of 64"),
+    "emu.emu_lr": (5e-4, f"{EMU_CODE}: the embedder's Adam at lr 0.0005"),
+    "emu.emu_grad_clip": (10.0, f"{EMU_CODE}: the embedder's gradient clipped at grad_norm_clip 10"),
+    "emu.emu_state_loss_weight": (0.1, f"{EMU}: lambda_s 0.1"),
+    "emu.emu_train_interval": (10_000, f"{EMU}: ec_buffer_embedder_update_interval 10000"),
+    "emu.emu_train_samples": (102_400, f"{EMU}: emb_training_batch 102400"),
+    "emu.emu_train_batch": (1024, f"{EMU}: emb_training_mini_batch 1024"),
+    "emu.emu_norm_interval": (200, f"{EMU}: ec_buffer_stats_update_interval 200"),
+    "emu.emu_incentive": (True, f"{EMU}: optimality_incentive True"),
+}
+"""Config key -> (the default, where that value comes from)."""
+
+NOT_FIXED: dict[str, str] = {
+    "env": "semzoo's default job (README): SMAX 3m",
+    "env_args": "the env factory's own defaults",
+    "algo": "semzoo's default job (README): SEM-QMIX",
+    "steps": "semzoo's default job: 100k env steps, a few minutes on 2 cores (the paper trains 0.5M-2M)",
+    "seed": "a seed",
+    "out": "where run directories go",
+    "run_name": "derived from env, algo and seed",
+    "device": "the machine's",
+    "threads": "semzoo's performance setting (docs/design.md, Threads)",
+    "sequential": "semzoo's loop: acting overlaps learning by default, the same updates one batch later",
+    "n_envs": "semzoo's collection width (PyMARL's parallel runner uses batch_size_run; the paper does not say)",
+    "episode_limit": "the env's own limit",
+    "log_interval": "logging only",
+    "save_interval": "checkpointing only",
+    "keep_checkpoints": "disk use only",
+    "mixer.qplex_attend_dim": "semzoo's width: QPLEX's SMAC config has one linear layer per head (adv_hypernet_layers 1)",
+    "learner.timeout_as_terminal": "semzoo's choice (a time limit bootstraps); PyMARL treats it as terminal, a flag",
+    "emu.emu_desirable_return": "semzoo's rule for envs that report no wins (EMU marks won episodes)",
+}
+"""Config key -> why no paper or authors' config fixes its default (semzoo's choice, a path, the machine)."""
+
+DEFAULTS = {f.key: f.default for f in config_fields()}
+
+
+def test_every_config_field_is_pinned_to_a_source_or_named_as_not_fixed():
+    unclassified = sorted(DEFAULTS.keys() - PINNED.keys() - NOT_FIXED.keys())
+    assert not unclassified, (f"config fields {unclassified} are new: classify each in tests/test_defaults.py, "
+                              "in PINNED with its source or in NOT_FIXED with why no source fixes it")
+    assert not PINNED.keys() & NOT_FIXED.keys(), sorted(PINNED.keys() & NOT_FIXED.keys())
+    gone = sorted((PINNED.keys() | NOT_FIXED.keys()) - DEFAULTS.keys())
+    assert not gone, f"{gone} are no config fields any more: remove them from tests/test_defaults.py"
+
+
+@pytest.mark.parametrize("key", sorted(PINNED))
+def test_default_is_its_sources_value(key):
+    expected, source = PINNED[key]
+    actual = DEFAULTS[key]
+    assert actual == expected and type(actual) is type(expected), (
+        f"default {key} = {actual!r}, expected {expected!r} ({source})")
+
+
+def test_the_golden_overrides_are_the_recorded_ones():
+    assert GOLDEN_OVERRIDES == {
+        "seed": 7, "steps": 240, "n_envs": 4, "test_interval": 120, "test_episodes": 4, "log_interval": 40,
+        "save_interval": 0, "threads": 1, "device": "cpu", "sequential": True,
+        "learner.batch_size": 4, "learner.buffer_size": 16, "learner.target_update_episodes": 8, "learner.lr": 5e-3,
+        "memory.lam": 0.5, "memory.pending_size": 30, "memory.capacity": 1000,
+        "mixer.central_embed_dim": 32, "mixer.qplex_heads": 2,
+        "exploration.epsilon_anneal_steps": 200,
+    }
+    assert SMAX_OVERRIDES == {"steps": 300, "test_interval": 150, "log_interval": 60}
+    assert SAEM_OVERRIDES == {"memory.miss_rule": "zero"}
+
+
+def flat(config: dict[str, Any]) -> dict[str, Any]:
+    """A config dict (sections nested) by config key: ``{'learner.lr': ..., 'seed': ...}``."""
+    return {f.key: config[f.section][f.name] if f.section else config[f.name] for f in config_fields()}
+
+
+@pytest.mark.parametrize(("env", "algo"), list(itertools.product(ENVS, ALGOS)))
+def test_a_golden_config_is_the_defaults_but_its_overrides(env, algo):
+    overrides = {**GOLDEN_OVERRIDES, **(SMAX_OVERRIDES if env.startswith("smax:") else {}),
+                 **(SAEM_OVERRIDES if algo.startswith("saem-") else {}), "env": env, "algo": algo, "out": "out"}
+    config = flat(golden_config(env, algo, "out"))
+    assert {key: value for key, value in config.items() if key not in overrides} == {
+        key: value for key, value in DEFAULTS.items() if key not in overrides}
+    assert {key: config[key] for key in overrides} == overrides
