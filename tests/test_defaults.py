@@ -96,6 +96,8 @@ PINNED: dict[str, tuple[Any, str]] = {
     "emu.emu_train_batch": (1024, f"{EMU}: emb_training_mini_batch 1024"),
     "emu.emu_norm_interval": (200, f"{EMU}: ec_buffer_stats_update_interval 200"),
     "emu.emu_incentive": (True, f"{EMU}: optimality_incentive True"),
+    "emu.emu_flag_init_desirability": (False, f"{EMU}: flag_init_desirability False"),
+    "learner.td_lambda": (0.0, f"{PAPER}, eq. 2 and 7: the one-step target; {PYMARL_QMIX}: no td_lambda"),
 }
 """Config key -> (the default, where that value comes from)."""
 
