@@ -90,7 +90,8 @@ def describe_presets() -> list[str]:
     lines = []
     for name, rules in PRESETS.items():
         for rule in rules:
-            sets = ", ".join(f"{key.partition('.')[2]}={value}" for key, value in rule.fields.items())
+            sets = ", ".join(f"{key.partition('.')[2]}={'unset' if value is None else value}"
+                             for key, value in rule.fields.items())
             lines.append(f"--preset {name}, {rule.applies_to}: {sets}  [{rule.source}]")
     return lines
 
