@@ -32,7 +32,7 @@ import numpy as np
 
 from semzoo.envs.maps import SMAX_DEFAULT_EPISODE_LIMIT, UnknownMapError
 from semzoo.errors import MissingDependency
-from semzoo.types import CTDEArrays
+from semzoo.types import CTDEArrays, StateLayout
 from semzoo.wrappers.smac import SMACParallelEnv, agent_names_for, check_obs_format
 
 
@@ -65,6 +65,8 @@ except ImportError as _err:  # pragma: no cover - exercised only without the ext
 else:
     _IMPORT_ERROR = None
 
+UNIT_FEATURES = 4
+"""Features of a unit's state block before its type one-hot: health, x, y, weapon cooldown (as SMAC's allies)."""
 SMAC_NOOP = 0
 SMAC_STOP = 1
 SMAC_N_NON_ATTACK = 6
@@ -116,6 +118,8 @@ class _Core:
     state_dim: int
     episode_limit: int
     unit_types: tuple[str, ...] | None
+    state_layout: StateLayout
+    """The allies' blocks of 4 + n_types features open the state (``world_state``)."""
     reset: Callable[..., Any]
     step: Callable[..., Any]
     vreset: Callable[..., Any]
@@ -148,7 +152,7 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         pos = jnp.clip(s.unit_positions / map_size, 0.0, 1.0)
         cooldown = jnp.clip(s.unit_weapon_cooldowns / env.unit_type_weapon_cooldowns[s.unit_types], 0.0, 1.0)
         onehot = jax.nn.one_hot(s.unit_types, n_types)
-        per_unit = jnp.concatenate([health[:, None], pos, cooldown[:, None], onehot], axis=-1)
+        per_unit = jnp.concatenate([health[:, None], pos, cooldown[:, None], onehot], axis=-1)  # UNIT_FEATURES + types
         per_unit = per_unit * s.unit_alive[:, None]
         type_code = s.unit_types.astype(jnp.float32) / (n_types - 1)
         return jnp.concatenate([per_unit.reshape(-1), s.unit_teams.astype(jnp.float32), type_code])
@@ -234,6 +238,7 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         state_dim=int(probe[1].shape[-1]),
         episode_limit=episode_limit,
         unit_types=unit_types,
+        state_layout=StateLayout(n_units=n_allies, unit_dim=UNIT_FEATURES + n_types),
         reset=jax.jit(reset_and_observe),
         step=jax.jit(step_and_observe),
         vreset=jax.jit(jax.vmap(reset_and_observe)),
@@ -305,6 +310,7 @@ class SMAXEnv:
         self.n_enemies = self._core.n_enemies
         self.n_actions = self._core.n_actions
         self.episode_limit = self._core.episode_limit
+        self.state_layout = self._core.state_layout
         self._key = jax.random.PRNGKey(seed)
         self._carry: Any = None
         self._arrays: CTDEArrays | None = None
@@ -461,6 +467,7 @@ class SMAXVecEnv:
         self.n_actions = self._core.n_actions
         self.episode_limit = self._core.episode_limit
         self.agent_names = agent_names_for(self._core.unit_types, self.n_agents)
+        self.state_layout = self._core.state_layout
         self._carry: Any = None
         self._frozen_N = np.ones(n_envs, dtype=bool)
         self._arrays: CTDEArrays | None = None

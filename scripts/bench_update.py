@@ -21,6 +21,10 @@ figures: scripts/bench_memory.py times it.
 
     python scripts/bench_update.py --env smax:3m --algo qmix --batches 30
     python scripts/bench_update.py --memories sem,emc --batches 10 --rounds 4
+    python scripts/bench_update.py --algo qplex --memories sem --preset authors-smac   # QPLEX's SMAC setup
+
+The last lines give the learning time per collected episode: an update's time times its updates per episode (two
+in QPLEX's and EMC's SMAC setups, ``--preset authors-smac``), the figure to compare across setups.
 """
 
 from __future__ import annotations
@@ -47,9 +51,9 @@ def gru_flops(batch: EpisodeBatch, hidden: int) -> float:
     return 2.0 * 2 * (3 * hidden * hidden) * b * a * t1
 
 
-def trained(env: str, algo: str, steps: int, seed: int) -> Trainer:
+def trained(env: str, algo: str, steps: int, seed: int, preset: str = "none") -> Trainer:
     config = TrainConfig(env=env, algo=algo, steps=steps, seed=seed, device="cpu", test_interval=10**12,
-                         log_interval=10**12, threads=1)
+                         log_interval=10**12, threads=1, preset=preset)
     trainer = Trainer(config)
     trainer.run()
     return trainer
@@ -98,6 +102,8 @@ def main() -> None:
     parser.add_argument("--fill-steps", type=int, default=8000, help="env steps of training before timing")
     parser.add_argument("--batches", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=10, help="alternating rounds: medians and ranges over them")
+    parser.add_argument("--preset", default="none", help="a config preset (authors-smac: each algorithm's setup as its "
+                        "authors ran it on SMAC, e.g. QPLEX-Qatten with 2 updates per episode)")
     args = parser.parse_args()
     torch.set_num_threads(1)
 
@@ -105,8 +111,9 @@ def main() -> None:
     unknown = [m for m in memories if m not in memory_names()]
     if not memories or unknown:
         parser.error(f"--memories {args.memories!r}: expected registered memories from {', '.join(memory_names())}")
-    plain = trained(args.env, args.algo, args.fill_steps, seed=0)
-    with_memory = {m: trained(args.env, f"{m}-{args.algo}", args.fill_steps, seed=0) for m in memories}
+    plain = trained(args.env, args.algo, args.fill_steps, seed=0, preset=args.preset)
+    with_memory = {m: trained(args.env, f"{m}-{args.algo}", args.fill_steps, seed=0, preset=args.preset)
+                   for m in memories}
     generator = torch.Generator().manual_seed(1)
     # sampled from a buffer that caches state keys when one does (SEM, SAEM): every memory gets what it reads
     source = next((t for t in with_memory.values() if t.buffer.state_key_words), plain)
@@ -194,6 +201,12 @@ def main() -> None:
             print(f"        of which its curiosity's training step / {m}- update = {spread(own, 100)} %")
     print(f"floor: GRU {4 * flops_fwd / 1e6:.0f} MFLOP per update at {gru_gflops:.1f} GFLOP/s (nn.GRU alone) "
           f"= {floor_ms:.1f} ms; the plain update is {median['update (plain)'] / floor_ms:.2f}x the floor")
+    # What a collected episode costs in learning: an update's time times the updates each episode owes.
+    print("learning per collected episode = update ms x updates/episode (the preset or --updates-per-episode):")
+    for name, trainer in [(args.algo, plain), *((f"{m}-{args.algo}", t) for m, t in with_memory.items())]:
+        rate = trainer.config.learner.updates_per_episode
+        update_ms = median["update (plain)" if trainer is plain else f"update ({name.partition('-')[0]}-)"]
+        print(f"  {name:14s} {update_ms:.1f} ms x {rate:g} update(s)/episode = {update_ms * rate:.1f} ms per episode")
 
 
 if __name__ == "__main__":

@@ -172,6 +172,22 @@ def parse_algorithm(algo_id: str) -> AlgorithmId:
                      "semzoo.register_mixer or semzoo.register_memory)")
 
 
+def make_run_mixer(config: TrainConfig, env: Any) -> Mixer:
+    """The mixer of ``config.algo`` for ``env`` (anything with the env's sizes and, if declared, ``state_layout``).
+
+    A mixer that needs the per-unit state layout on an env that declares none is refused with one line naming
+    the env (``MissingStateLayout``, a ValueError).
+    """
+    from semzoo.mixers.qplex import MissingStateLayout
+
+    algo = parse_algorithm(config.algo)
+    try:
+        return make_mixer(algo.mixer, n_agents=env.n_agents, state_dim=env.state_dim, n_actions=env.n_actions,
+                          config=config.mixer, state_layout=getattr(env, "state_layout", None))
+    except MissingStateLayout as err:
+        raise MissingStateLayout(f"env {config.env!r} {err}") from None
+
+
 @dataclass
 class RunParts:
     """The trainable parts of a run, built for one env."""
@@ -189,8 +205,7 @@ def build(config: TrainConfig, env: VecCTDEEnv, device: torch.device) -> RunPart
 
     algo = parse_algorithm(config.algo)
     agent = RNNAgent.for_env(env, config.agent).to(device)
-    mixer = make_mixer(algo.mixer, n_agents=env.n_agents, state_dim=env.state_dim, n_actions=env.n_actions,
-                       config=config.mixer).to(device)
+    mixer = make_run_mixer(config, env).to(device)
     memory = None
     if algo.has_memory:
         memory = make_memory(algo.memory, config, state_dim=env.state_dim, n_agents=env.n_agents,
@@ -200,5 +215,5 @@ def build(config: TrainConfig, env: VecCTDEEnv, device: torch.device) -> RunPart
     return RunParts(algo=algo, agent=agent, mixer=mixer, memory=memory, learner=learner)
 
 
-__all__ = ["NO_MEMORY", "Algorithm", "AlgorithmId", "RunParts", "algorithm_ids", "build", "parse_algorithm",
-           "register_algorithm"]
+__all__ = ["NO_MEMORY", "Algorithm", "AlgorithmId", "RunParts", "algorithm_ids", "build", "make_run_mixer",
+           "parse_algorithm", "register_algorithm"]

@@ -345,12 +345,15 @@ def _check_env(config: TrainConfig) -> None:
 
 def _memory_plan(config: TrainConfig, runs: int = 1, label: str = "") -> None:
     """Print the memory plan of ``runs`` runs of ``config`` (one line, stderr); exit 1 when its worst case cannot fit."""
+    from semzoo.mixers.qplex import MissingStateLayout
     from semzoo.run import memory_plan
 
     try:
         plan, available = memory_plan.check(config, memory_plan.env_sizes(config), runs=runs)
     except memory_plan.MemoryPlanRefused as refused:
         fail(label + str(refused))
+    except MissingStateLayout as err:  # a flag (or preset) the env cannot serve: a usage error
+        fail(label + str(err), USAGE_ERROR)
     typer.echo(label + plan.line(available), err=True)
 
 
@@ -687,6 +690,13 @@ def algos() -> None:
         cls = memory_class(name)
         summary = cls.description or (cls.__doc__ or "").strip().partition("\n")[0]
         typer.echo(f"  {name + '-':<{width}}{summary}")
+    typer.echo("")
+    from semzoo.presets import describe_presets
+
+    typer.echo("Presets (`semzoo train --preset NAME`; each fills the fields it names that are left at their defaults):")
+    for line in describe_presets():
+        typer.echo(f"  {line}")
+    typer.echo("  (every other id: nothing; the defaults are the PyMARL setup its authors ran on SMAC)")
     typer.echo("")
     typer.echo("Register your own with semzoo.register_mixer / semzoo.register_algorithm / semzoo.register_memory "
                "in a module, then `semzoo --plugin MODULE ...` (see docs/architecture.md).")

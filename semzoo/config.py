@@ -102,10 +102,21 @@ class MixerConfig:
     """Attention heads of QPLEX's advantage weights (4 for SMAC, 10 for matrix games in the original settings)."""
     qplex_attend_dim: int = ranged(32, AT_LEAST_ONE)
     """Per-head key/query size of QPLEX's attention."""
+    qplex_transformation: Literal["general", "qatten"] = "general"
+    """QPLEX's transformation weights w_i(s), v_i(s): 'general' (|hypernet(s)|, per-agent biases; the "dmaq" mixer) or
+    'qatten' (Qatten's multi-head softmax attention over the env's per-unit state features plus V(s)/n: the
+    authors' SMAC setup, "dmaq_qatten"; needs an env that declares its state layout, such as smax: and smac:)."""
+    qplex_lambda_layers: int = ranged(2, Range(low=1, high=2), "1 is the authors' SMAC setup")
+    """Layers of each of QPLEX's lambda networks (key, agent and action): 2 (a hidden layer of qplex_attend_dim shared
+    by the heads) or 1 (one linear layer per head, the authors' adv_hypernet_layers: 1 on SMAC)."""
+    qatten_heads: int = ranged(4, AT_LEAST_ONE, "the authors use 4")
+    """Attention heads of the Qatten transformation (its weights sum to 1 per head, so to qatten_heads per state)."""
+    qatten_reg: float = ranged(0.001, NON_NEGATIVE, "the authors use 0.001")
+    """Weight of the Qatten attention regulariser, reg * sum_heads mean(logit^2), added to the loss (qatten only)."""
     central_embed_dim: int = ranged(256, AT_LEAST_ONE)
-    """Hidden size of WQMIX's unrestricted central mixer Q*."""
-    wqmix_alpha: float = ranged(0.75, Range(low=0, high=1, low_open=True), "a weight; the paper uses 0.75")
-    """Weight given by WQMIX to joint actions that are not (believed) optimal; paper: 0.75."""
+    """Hidden size of WQMIX's unrestricted central mixer Q* (3 hidden layers and a V(s) head, as the authors')."""
+    wqmix_alpha: float = ranged(0.75, Range(low=0, high=1, low_open=True), "a weight; the SEM paper uses 0.75")
+    """Weight given by WQMIX to joint actions that are not (believed) optimal; the SEM paper's WQMIX (CW) on SMAC: 0.75."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -242,7 +253,9 @@ class LearnerConfig:
     """lambda of TD(lambda) targets y_t = r_t + gamma (1 - term_t) [(1 - lambda) V(t+1) + lambda y_{t+1}] (PyMARL2's
     build_td_lambda_targets); 0: the one-step target y_t = r_t + gamma (1 - term_t) V(t+1)."""
     updates_per_episode: float = ranged(1.0, POSITIVE)
-    """Gradient updates per collected episode (Algorithm 1: one)."""
+    """Gradient updates per collected episode (Algorithm 1: one; QPLEX and EMC on SMAC: two, their num_circle)."""
+    learn_start_episodes: int | None = ranged(None, AT_LEAST_ONE)
+    """Episodes in the replay buffer before the first update (PyMARL's burn_in_period); unset: batch_size."""
     timeout_as_terminal: bool = False
     """Treat a time-limit truncation as a termination (no bootstrap), as PyMARL does; off by default."""
     replay_dtype: Literal["float32", "float16", "bfloat16"] = "float32"
@@ -256,6 +269,9 @@ class LearnerConfig:
                 f"batch_size={self.batch_size} is larger than buffer_size={self.buffer_size}: "
                 "lower --batch-size or raise --buffer-size"
             )
+        if self.learn_start_episodes is not None and self.learn_start_episodes > self.buffer_size:
+            raise ValueError(f"learn_start_episodes={self.learn_start_episodes} is larger than buffer_size="
+                             f"{self.buffer_size}: the run would never learn; lower it or raise --buffer-size")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -339,9 +355,16 @@ class TrainConfig:
     """EMU's episodic memory (emu- algorithms)."""
     exploration: ExplorationConfig = field(default_factory=ExplorationConfig)
     """The epsilon schedule."""
+    preset: Literal["none", "authors-smac"] = "none"
+    """'authors-smac': the algorithm's SMAC setup as its authors ran it (`semzoo algos` lists what it sets per
+    algorithm); it fills the fields it names that are left at their defaults, a field given another value keeps it."""
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if self.preset != "none":
+            from semzoo.presets import apply_preset
+
+            apply_preset(self)
         if not DEVICE_PATTERN.fullmatch(self.device):
             raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'; "
                              "'auto' picks a GPU when one is present")

@@ -29,6 +29,30 @@ class CTDEArrays:
     alive: np.ndarray
 
 
+@dataclass(frozen=True)
+class StateLayout:
+    """Where the per-unit features sit in the global state: ``n_units`` blocks of ``unit_dim`` from ``offset``.
+
+    state[offset + i * unit_dim : offset + (i + 1) * unit_dim] are unit i's features, units 0..n_units-1 being the
+    agents in their order (SMAC and SMAX put the allies' blocks first). An env declares it as a ``state_layout``
+    attribute (of its ParallelEnv or its VecCTDEEnv); mixers that attend over units (QPLEX's Qatten transformation)
+    read it, and refuse an env that declares none.
+    """
+
+    n_units: int
+    unit_dim: int
+    offset: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n_units < 1 or self.unit_dim < 1 or self.offset < 0:
+            raise ValueError(f"{self}: expected n_units >= 1, unit_dim >= 1 and offset >= 0")
+
+    @property
+    def end(self) -> int:
+        """One past the last state feature the units' blocks use."""
+        return self.offset + self.n_units * self.unit_dim
+
+
 @runtime_checkable
 class VecCTDEEnv(Protocol):
     """N environments stepped in lockstep, exposing fixed-shape arrays.
@@ -39,6 +63,7 @@ class VecCTDEEnv(Protocol):
     its later outputs are ignored until the next ``reset``: stepping it again
     must not raise and must return finite arrays (repeating the final ones is
     fine). ``reset(seed)`` resets all N envs; env i is seeded with ``seed + i``.
+    An env may also declare ``state_layout: StateLayout | None`` (optional: read with getattr).
     """
 
     n_envs: int

@@ -9,7 +9,9 @@ from semzoo.config import ConfigField
 SPECIAL = {"env": "matrix:penalty", "env_args": {"k": -10}, "algo": "qmix", "out": "elsewhere", "run_name": "named",
            "device": "cpu", "episode_limit": 7, "memory.miss_rule": "zero",
            "learner.replay_dtype": "float16", "curiosity.curiosity_floor": 0.0001,
-           "emu.emu_desirable_return": 8.0, "learner.td_lambda": 0.6}
+           "emu.emu_desirable_return": 8.0, "preset": "authors-smac", "mixer.qplex_transformation": "qatten",
+           "mixer.qplex_lambda_layers": 1, "learner.learn_start_episodes": 100,
+           "learner.td_lambda": 0.6}
 """Fields whose other value cannot be derived from the default's type."""
 
 

@@ -13,7 +13,7 @@ import torch
 
 torch.set_num_threads(1)  # tests run in parallel on 2 cores; one thread each avoids oversubscription
 
-PLAN_LINE = re.compile(r"^(sweep: trial \S+ \S+: )?memory plan: \(replay buffer .* available$")
+PLAN_LINE = re.compile(r"^(sweep: trial \S+ \S+: )?memory plan: \(replay buffer .* available; [0-9.]+ updates?/episode$")
 """The memory plan's line that ``semzoo train`` and ``sweep`` print before they allocate (informational)."""
 
 

@@ -133,7 +133,7 @@ def test_memory_pairs_compare_every_other_memory_with_sem_too():
 
 def write_final(root, env, algo, seed, wall_s, env_steps=300):
     run_dir = root / f"{env.replace(':', '_')}_{algo}_seed{seed}"
-    (run_dir / "final.json").write_text(json.dumps({"env_steps": env_steps, "wall_time": wall_s}))
+    (run_dir / "final.json").write_text(json.dumps({"env_steps": env_steps, "wall_time": wall_s, "updates": seed + 10}))
 
 
 def test_wall_costs_read_finished_runs_and_compare_each_memory_with_its_base_and_sem(tmp_path):
@@ -151,7 +151,8 @@ def test_wall_costs_read_finished_runs_and_compare_each_memory_with_its_base_and
     assert costs["emc-qmix"].vs == {"qmix": pytest.approx(3.0), "sem-qmix": pytest.approx(45 / 25)}
     text = report(tmp_path, [AT], reps=REPS).markdown
     assert "## Wall-clock cost per run" in text
-    assert "| smax:2s3z | emc-qmix | 2 | 300 | 45 (40-50) | 3.00x qmix, 1.80x sem-qmix |" in text
+    assert "| smax:2s3z | emc-qmix | 2 | 300 | 10 (1) | 45 (40-50) | 3.00x qmix, 1.80x sem-qmix |" in text
+    assert (costs["qmix"].updates, costs["qmix"].updates_per_episode) == (11, 1.0)  # median of 10, 11, 12
     assert "| emc-qmix | sem-qmix | 3 / 3 |" in text  # P(emc-qmix > sem-qmix) is reported too
 
 

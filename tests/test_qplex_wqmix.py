@@ -13,8 +13,10 @@ from typer.testing import CliRunner
 from semzoo.agents.rnn import RNNAgent
 from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
 from semzoo.episodic.tables import SEMTable
+from semzoo.learners.batch import CleanBatch
 from semzoo.learners.wqmix import WQMIXLearner
 from semzoo.mixers.base import make_mixer
+from semzoo.mixers.central import CentralMixer
 from semzoo.mixers.qplex import QPLEXMixer
 from semzoo.run.trainer import Trainer
 from semzoo.types import EpisodeBatch
@@ -146,6 +148,32 @@ def test_wqmix_target_comes_from_the_central_target_network():
         for p in learner.target_central_mixer.parameters():
             p.add_(1.0)
     assert not torch.equal(learner.td_targets(batch), y)
+
+
+def test_cw_threshold_reads_the_target_central_networks_not_the_online_ones():
+    """CW's Q*(s, u^) is the target Q*^- (oxwhirl/wqmix max_q_learner.py): moving the online Q* leaves it alone."""
+    learner = wqmix_learner("cw")
+    clean = CleanBatch.from_batch(random_batch())
+    with torch.no_grad():
+        threshold = learner.online_values(clean).q_star_greedy_BT
+        for net in (learner.central_agent, learner.central_mixer):  # target != online from here on
+            for p in net.parameters():
+                p.add_(0.5)
+        assert torch.equal(learner.online_values(clean).q_star_greedy_BT, threshold)
+        for p in learner.target_central_mixer.parameters():
+            p.add_(0.5)
+        moved = learner.online_values(clean).q_star_greedy_BT
+    assert not torch.allclose(moved, threshold)
+
+
+def test_central_mixer_has_three_hidden_layers_of_its_width_and_a_state_value():
+    mixer = CentralMixer(n_agents=A, state_dim=S, n_actions=U, embed_dim=16)
+    widths = [m.out_features for m in mixer.net if isinstance(m, torch.nn.Linear)]
+    assert widths == [16, 16, 16, 1]
+    qs, state = torch.randn(2, 3, A), torch.randn(2, 3, S)
+    with torch.no_grad():
+        without_value = mixer.net(torch.cat([state, qs], dim=-1))
+    assert torch.allclose(mixer(qs, state), without_value + mixer.value(state))
 
 
 def test_wqmix_train_step_updates_all_four_networks_in_one_optimizer():

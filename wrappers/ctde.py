@@ -28,7 +28,7 @@ from gymnasium import spaces
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from pettingzoo.utils.env import ParallelEnv
 
-from semzoo.types import CTDEArrays
+from semzoo.types import CTDEArrays, StateLayout
 
 STATE_DTYPE_KINDS = "fiub"
 """numpy dtype kinds a state() may have (float, int, unsigned, bool): cast to float32 without surprise."""
@@ -177,6 +177,7 @@ class CTDEEnv(gymnasium.Env):
         # The declared state shape: the state_space's, else the shape of the first state() (read once here).
         declared = tuple(state_space.shape) if state_space is not None else np.shape(env.state())
         self.state_dim = int(np.prod(declared))
+        self.state_layout: StateLayout | None = getattr(env, "state_layout", None)  # per-unit features, if declared
         self._state_declared = f"shape {declared}" + (" (its state_space)" if state_space is not None else
                                                       " (its first state(), as it has no state_space)")
         self._state_shapes = {declared, (self.state_dim,)}
@@ -299,6 +300,7 @@ class CTDEVecEnv:
         self.n_actions = probe.n_actions
         self.episode_limit = probe.episode_limit
         self.agent_names = list(probe.agent_names)
+        self.state_layout = probe.state_layout
         if async_:
             probe.close()
 

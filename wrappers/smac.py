@@ -32,6 +32,7 @@ from pettingzoo import ParallelEnv
 
 from semzoo.envs.maps import SC2_BACKEND, SMAC_MAPS, SMAC_N_NON_ATTACK_ACTIONS, UnknownMapError
 from semzoo.errors import MissingDependency
+from semzoo.types import StateLayout
 
 NOOP_ACTION = 0
 SMAC_GIT_URL = "git+https://github.com/oxwhirl/smac.git"
@@ -79,6 +80,18 @@ def _is_dead(avail_U: np.ndarray) -> bool:
     return bool(avail_U[NOOP_ACTION]) and not avail_U[NOOP_ACTION + 1 :].any()
 
 
+def _state_layout(env: Any, n_agents: int) -> StateLayout | None:
+    """The allies' blocks at the start of the state: the backend's own ``state_layout`` (SMAX), else SMAC's
+    (StarCraft2Env: health, weapon cooldown, relative x and y, shield bits, unit type bits); None if unknown."""
+    declared = getattr(env, "state_layout", None)
+    if isinstance(declared, StateLayout):
+        return declared
+    shield, types = getattr(env, "shield_bits_ally", None), getattr(env, "unit_type_bits", None)
+    if isinstance(shield, int) and isinstance(types, int):
+        return StateLayout(n_units=n_agents, unit_dim=4 + shield + types)
+    return None
+
+
 class SMACParallelEnv(ParallelEnv):
     """PettingZoo ParallelEnv (with ``state()``) around an object with SMAC's environment interface.
 
@@ -121,6 +134,7 @@ class SMACParallelEnv(ParallelEnv):
         self.state_dim = int(info["state_shape"])
         self.episode_limit = int(info["episode_limit"])
         self.map_name = map_name
+        self.state_layout = _state_layout(env, self.n_agents)
         self.obs_format = obs_format
         self.render_mode = None
         if unit_types is None and callable(getattr(env, "get_unit_type_names", None)):

@@ -32,6 +32,10 @@ LRN_KNN.py, learners/qplex_curiosity_vdn_learner.py); what differs, and why:
   lie within the tolerance of a query, where EMC may miss.
 - EMC's projection comes from a fixed numpy seed (123456); here from the run seed, so seeds differ.
 - EMC stores returns in float64; here float32, like SEM's table.
+- EMC on SMAC (config/algs/EMC_sc2.yaml) takes two gradient updates per collected episode (num_circle: 2;
+  its target period of 200 then counts updates, so 100 episodes) on a QPLEX-Qatten base; semzoo's default is
+  one update per episode on any base. ``--preset authors-smac`` gives an emc- algorithm the two updates and the
+  target every 100 episodes, and emc-qplex the Qatten base too (semzoo.presets; docs/baselines.md).
 """
 
 from __future__ import annotations

@@ -224,9 +224,15 @@ class QLearner:
             stats["reward_intrinsic"] = self.masked_mean(intrinsic.detach(), mask)
             for name, part in memory.reward_parts(lookup, clean, next_value).items():  # type: ignore[union-attr]
                 stats[f"reward_{name}"] = self.masked_mean(part.detach(), mask)
+        # A mixer's own loss term (QPLEX-Qatten's attention regulariser); None for the others.
+        regularizer = self.mixer.regularizer(clean.state[:, :-1], clean.mask.amax(dim=0))
+        if regularizer is not None:
+            stats["loss_mixer_reg"] = regularizer.detach()
         if memory is None:
-            return td.total, stats
+            return td.total if regularizer is None else td.total + regularizer, stats
         total = self._blend(values, clean, lookup, y, next_value, td, stats)
+        if regularizer is not None:
+            total = total + regularizer
         for name, extra in memory.memory_losses(lookup, values).items():
             stats[f"loss_{name}"] = extra.detach()
             total = total + extra

@@ -1,14 +1,17 @@
 """Weighted QMIX (Rashid et al., NeurIPS 2020) and SEM-WQMIX (paper appendix, eq. EM_WQMIX_loss), as hooks of QLearner's loss.
 
     y_t   = r_t + gamma (1 - term_t) Q*^-(s_{t+1}, tau_{t+1}, argmax_u Q_tot(tau_{t+1}, u))   (the QMIX agents' argmax)
-    w     = 1 if u_t = u^ or y_t > Q*(s_t, tau_t, u^) else alpha          (CW; u^ = the QMIX agents' greedy joint action)
+    w     = 1 if u_t = u^ or y_t > Q*^-(s_t, tau_t, u^) else alpha        (CW; u^ = the QMIX agents' greedy joint action)
     w     = 1 if Q_tot(tau_t, u_t) < y_t else alpha                         (OW)
     L     = (1 - lam) sum_t m_t  [w (Q_tot - y)^2 + (Q* - y)^2] / sum_t m_t
           +      lam  sum_t m'_t [w_e (Q_tot - E)^2 + (Q* - E)^2] / sum_t m_t
 
 with w_e the same rule as w with E in place of y, m_t the real steps and m'_t the steps the memory term
 applies to (QLearner.loss_against writes the sums). Q* is unrestricted: its own recurrent agents (same
-architecture as the acting agents) and a feed-forward mixer over the state and every chosen utility.
+architecture as the acting agents) and a feed-forward mixer over the state and every chosen utility
+(``semzoo.mixers.central``). Q*^- is its target copy: as in the authors' code (oxwhirl/wqmix,
+learners/max_q_learner.py), both the bootstrap and CW's threshold Q*^-(s_t, tau_t, u^) read the target central
+agents and mixer, so the threshold moves only at a target sync.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ class CentralValues(OnlineValues):
     is_greedy_BT: torch.Tensor
     """u_t = u^, the QMIX agents' greedy joint action (bool [B,T])."""
     q_star_greedy_BT: torch.Tensor
-    """Q*(s_t, tau_t, u^), [B,T], without gradient."""
+    """Q*^-(s_t, tau_t, u^), CW's threshold from the target central networks, [B,T], without gradient."""
 
 
 def _central(values: OnlineValues) -> CentralValues:
@@ -88,12 +91,11 @@ class WQMIXLearner(QLearner):
 
     # ----- Q* and the weights --------------------------------------------------------------------------------
 
-    def central_q(self, clean: CleanBatch, actions_BTA: torch.Tensor, *, slots: slice, target: bool = False,
-                  central_agent_q: torch.Tensor | None = None) -> torch.Tensor:
+    def central_q(self, clean: CleanBatch, actions_BTA: torch.Tensor, *, slots: slice, target: bool = False) -> torch.Tensor:
         """Q*(s_t, tau_t, u_t) for the joint actions ``actions_BTA`` at state slots ``slots``: [B,T]."""
         agent = self.target_central_agent if target else self.central_agent
         mixer = self.target_central_mixer if target else self.central_mixer
-        q = central_agent_q if central_agent_q is not None else self.agent_q(agent, clean)
+        q = self.agent_q(agent, clean)
         chosen = q[:, slots].gather(-1, actions_BTA.unsqueeze(-1)).squeeze(-1)
         return mixer(chosen, clean.state[:, slots]).squeeze(-1)
 
@@ -109,13 +111,12 @@ class WQMIXLearner(QLearner):
     # ----- QLearner's hooks --------------------------------------------------------------------------------
 
     def online_values(self, clean: CleanBatch) -> CentralValues:
-        """QLearner's values plus Q* of the taken and of the greedy joint actions (one central forward pass)."""
+        """QLearner's values plus Q* of the taken joint actions and the target Q*^- of the greedy ones."""
         values = super().online_values(clean)
-        central_agent_q = self.agent_q(self.central_agent, clean)
-        q_star = self.central_q(clean, clean.actions, slots=slice(None, -1), central_agent_q=central_agent_q)
+        q_star = self.central_q(clean, clean.actions, slots=slice(None, -1))
         with torch.no_grad():
             greedy = values.q_BTAU[:, :-1].masked_fill(~clean.avail[:, :-1], MASKED_Q).argmax(dim=-1)  # u^ [B,T,A]
-            q_star_greedy = self.central_q(clean, greedy, slots=slice(None, -1), central_agent_q=central_agent_q)
+            q_star_greedy = self.central_q(clean, greedy, slots=slice(None, -1), target=True)
         return CentralValues(clean=clean, q_BTAU=values.q_BTAU, q_tot_BT=values.q_tot_BT, q_star_BT=q_star,
                              is_greedy_BT=(greedy == clean.actions).all(dim=-1), q_star_greedy_BT=q_star_greedy)
 

@@ -9,6 +9,7 @@ from torch import nn
 
 from semzoo.config import MixerConfig
 from semzoo.plugins import check_free
+from semzoo.types import StateLayout
 
 
 class Mixer(nn.Module):
@@ -57,6 +58,13 @@ class Mixer(nn.Module):
     def mix(self, agent_qs_BTA: torch.Tensor, state_BTS: torch.Tensor, **extra: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    def regularizer(self, state_BTS: torch.Tensor, rows_T: torch.Tensor) -> torch.Tensor | None:
+        """A term of the mixer's own that the learner adds to the loss (a 0-d tensor), or None: none here.
+
+        state [B,T,S] of the batch's steps; ``rows_T`` marks the time rows up to the batch's longest episode.
+        """
+        return None
+
 
 MixerBuilder = type[Mixer]
 _REGISTRY: dict[str, MixerBuilder] = {}
@@ -95,12 +103,19 @@ def mixer_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def make_mixer(name: str, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> Mixer:
-    """Build the mixer registered under ``name``; its class reads the fields of ``config`` it needs."""
+def make_mixer(name: str, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig,
+               state_layout: StateLayout | None = None) -> Mixer:
+    """Build the mixer registered under ``name``; its class reads the fields of ``config`` it needs.
+
+    ``state_layout``: the env's per-unit state layout, passed to the mixers whose class sets
+    ``reads_state_layout = True`` (their ``from_config`` takes it).
+    """
     _import_builtin()
     if name not in _REGISTRY:
         raise ValueError(f"unknown mixer {name!r}: expected one of {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[name].from_config(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions, config=config)
+    builder = _REGISTRY[name]
+    extra = {"state_layout": state_layout} if getattr(builder, "reads_state_layout", False) else {}
+    return builder.from_config(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions, config=config, **extra)
 
 
 def _import_builtin() -> None:

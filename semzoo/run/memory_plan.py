@@ -31,6 +31,7 @@ from typing import Any
 
 from semzoo.config import TrainConfig
 from semzoo.replay.buffer import FIRST_SLOT, grown_slots, growth_transient_bytes, slot_bytes, worst_case_slots
+from semzoo.types import StateLayout
 
 MEMORY_MARGIN = 0.9
 """Share of the available memory a plan may use: the rest is left to the OS, page cache and other processes."""
@@ -57,12 +58,15 @@ class EnvSizes:
     state_dim: int
     n_actions: int
     episode_limit: int
+    state_layout: StateLayout | None = None
+    """The env's per-unit state layout, if it declares one (QPLEX's Qatten transformation reads it)."""
 
     @classmethod
     def of(cls, env: Any, episode_limit: int) -> EnvSizes:
         """The sizes of a CTDE env (``CTDEEnv`` or a vector of them): its own attributes, the run's episode limit."""
         return cls(n_agents=int(env.n_agents), obs_dim=int(env.obs_dim), state_dim=int(env.state_dim),
-                   n_actions=int(env.n_actions), episode_limit=int(episode_limit))
+                   n_actions=int(env.n_actions), episode_limit=int(episode_limit),
+                   state_layout=getattr(env, "state_layout", None))
 
 
 class MemoryPlanRefused(ValueError):
@@ -82,6 +86,9 @@ class MemoryPlan:
     networks: int
     collector: int
     overhead: int
+    updates_per_episode: float = 1.0
+    """Gradient updates per collected episode: memory does not grow with it, the time of a run does (about in
+    proportion to the learning share of its time), so the plan names it beside the bytes."""
 
     @property
     def run_expected(self) -> int:
@@ -105,7 +112,8 @@ class MemoryPlan:
         text = (f"memory plan: {runs}(replay buffer {gb(self.replay_expected)} expected, {gb(self.replay_worst)} "
                 f"worst; episodic memory {gb(self.table)}; networks {gb(self.networks)}; collector "
                 f"{gb(self.collector)}) = {gb(self.expected)} expected, {gb(self.worst)} worst")
-        return text + (f" of {gb(available)} available" if available is not None else "")
+        text += f" of {gb(available)} available" if available is not None else ""
+        return text + f"; {self.updates_per_episode:g} {'update' if self.updates_per_episode == 1 else 'updates'}/episode"
 
 
 def gb(n_bytes: float) -> str:
@@ -162,13 +170,10 @@ def network_bytes(sizes: EnvSizes, config: TrainConfig) -> int:
 
     from semzoo import algos
     from semzoo.agents.rnn import RNNAgent
-    from semzoo.mixers.base import make_mixer
 
-    algo = algos.parse_algorithm(config.algo)
     with torch.device("meta"):
         agent = RNNAgent.for_env(sizes, config.agent)  # type: ignore[arg-type]
-        mixer = make_mixer(algo.mixer, n_agents=sizes.n_agents, state_dim=sizes.state_dim,
-                           n_actions=sizes.n_actions, config=config.mixer)
+        mixer = algos.make_run_mixer(config, sizes)
     params = sum(p.numel() for m in (agent, mixer) for p in m.parameters())
     return NETWORK_COPIES * 4 * params
 
@@ -205,7 +210,8 @@ def plan(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1) -> MemoryPlan:
     expected, worst, worst_slots, per_slot = replay_bytes(sizes, config, key_words=key_words)
     return MemoryPlan(runs=runs, replay_expected=expected, replay_worst=worst, replay_worst_slots=worst_slots,
                       slot_bytes=per_slot, table=table, networks=network_bytes(sizes, config),
-                      collector=collector_bytes(sizes, config), overhead=RUN_OVERHEAD_BYTES)
+                      collector=collector_bytes(sizes, config), overhead=RUN_OVERHEAD_BYTES,
+                      updates_per_episode=config.learner.updates_per_episode)
 
 
 def available_memory() -> int | None:

@@ -4,7 +4,7 @@
     repeat until `steps` env steps:
         collect N episodes epsilon-greedily; store them in H; their (phi(s_t), R_t) go to M,
             and M updates Q^S with per-key maxima once it holds |M| steps          (collect)
-        for each collected episode, `updates_per_episode` times:
+        for each collected episode, `updates_per_episode` times, once H holds `learn_start_episodes`:
             sample a batch from H; one gradient step on the loss of eq. (6)        (learn)
         every `target_update_episodes` episodes: theta^- <- theta
         every interval: log, evaluate greedily, checkpoint                          (_housekeeping)
@@ -459,10 +459,15 @@ class Trainer:
     def next_update_batch(self) -> EpisodeBatch | None:
         """The batch of the next gradient update owed (its credit paid), or None: none owed or H too small."""
         c, cfg = self.counters, self.config.learner
-        if c.update_credit < 1.0 or not self.buffer.can_sample(cfg.batch_size):
+        if c.update_credit < 1.0 or not self.can_learn():
             return None
         c.update_credit -= 1.0
         return self.buffer.sample(cfg.batch_size, self.generator).to(self.device)
+
+    def can_learn(self) -> bool:
+        """H holds a batch and the burn-in: ``learn_start_episodes`` episodes (unset: ``batch_size``)."""
+        cfg = self.config.learner
+        return self.buffer.can_sample(max(cfg.batch_size, cfg.learn_start_episodes or 0))
 
     def record_update(self, stats: dict[str, float]) -> None:
         """Count one gradient update and keep its diagnostics for the next metric row."""
@@ -475,7 +480,7 @@ class Trainer:
     def finish_learning(self) -> None:
         """After an iteration's updates: no credit piles up while H fills; the periodic target sync."""
         c, cfg = self.counters, self.config.learner
-        if not self.buffer.can_sample(cfg.batch_size):
+        if not self.can_learn():
             c.update_credit = 0.0  # no credit piles up while the buffer fills
         if c.episodes - c.last_target_update >= cfg.target_update_episodes:
             self.learner.update_target()

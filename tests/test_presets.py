@@ -1,0 +1,111 @@
+"""Baselines as their authors ran them on SMAC: ``--preset authors-smac``, the env's state layout, the burn-in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import NO_ACTOR, NO_ACTOR_FLAGS, error_lines
+from typer.testing import CliRunner
+
+from semzoo.cli import app
+from semzoo.config import LearnerConfig, MixerConfig, TrainConfig
+from semzoo.presets import preset_fields
+from semzoo.run.trainer import Trainer
+from semzoo.types import StateLayout
+
+QPLEX_SMAC = {"qplex_transformation": "qatten", "qplex_lambda_layers": 1, "qplex_attend_dim": 64, "qatten_heads": 4,
+              "qatten_reg": 0.001}
+
+
+@pytest.mark.parametrize("algo", ["qplex", "sem-qplex", "saem-qplex"])
+def test_authors_smac_preset_gives_qplex_and_its_memory_variants_the_qplex_papers_setup(algo):
+    config = TrainConfig(env="smax:3s5z", algo=algo, preset="authors-smac")
+    assert {k: getattr(config.mixer, k) for k in QPLEX_SMAC} == QPLEX_SMAC
+    learner = config.learner
+    assert (learner.updates_per_episode, learner.target_update_episodes, learner.learn_start_episodes) == (2.0, 100, 100)
+    assert TrainConfig.from_dict(config.to_dict()) == config  # a resumed run reads the same setup
+
+
+def test_authors_smac_preset_gives_emc_two_updates_per_episode_and_its_own_burn_in():
+    emc_qmix = TrainConfig(algo="emc-qmix", preset="authors-smac")
+    assert (emc_qmix.learner.updates_per_episode, emc_qmix.learner.target_update_episodes) == (2.0, 100)
+    assert emc_qmix.learner.learn_start_episodes is None and emc_qmix.mixer == MixerConfig()
+    emc_qplex = TrainConfig(algo="emc-qplex", preset="authors-smac")  # EMC's SMAC base: QPLEX-Qatten, burn-in 32
+    assert emc_qplex.mixer.qplex_transformation == "qatten" and emc_qplex.learner.learn_start_episodes is None
+
+
+@pytest.mark.parametrize("algo", ["qmix", "sem-qmix", "vdn", "cw-qmix", "sem-ow-qmix", "emu-qmix"])
+def test_authors_smac_preset_leaves_the_other_baselines_at_the_defaults(algo):
+    assert preset_fields("authors-smac", algo) == {}
+    assert TrainConfig(algo=algo, preset="authors-smac").to_dict() == {**TrainConfig(algo=algo).to_dict(),
+                                                                       "preset": "authors-smac"}
+
+
+def test_a_field_given_another_value_keeps_it_under_the_preset():
+    config = TrainConfig(algo="qplex", preset="authors-smac", learner=LearnerConfig(updates_per_episode=3.0))
+    assert config.learner.updates_per_episode == 3.0 and config.learner.learn_start_episodes == 100
+
+
+def test_semzoo_algos_says_what_the_preset_sets():
+    result = CliRunner().invoke(app, ["algos"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if "--preset authors-smac" in line]
+    assert any("qplex" in line and "qplex_transformation=qatten" in line and "updates_per_episode=2.0" in line
+               and "learn_start_episodes=100" in line and "wjh720/QPLEX" in line for line in lines)
+    assert any("emc-" in line and "updates_per_episode=2.0" in line and "kikojay/EMC" in line for line in lines)
+
+
+def test_qatten_on_an_env_without_a_state_layout_is_one_line_naming_the_env(tmp_path):
+    result = CliRunner().invoke(app, ["train", "--env", "matrix:climbing", "--algo", "qplex", "--preset",
+                                      "authors-smac", "--steps", "100", "--out", str(tmp_path), *NO_ACTOR_FLAGS])
+    assert result.exit_code == 2, result.output
+    lines = error_lines(result.stderr)
+    assert len(lines) == 1 and "Traceback" not in result.output
+    assert "'matrix:climbing'" in lines[0] and "state_layout" in lines[0] and "--preset authors-smac" in lines[0]
+
+
+def test_smax_declares_its_allies_blocks_as_the_state_layout():
+    pytest.importorskip("jaxmarl")
+    from semzoo.envs.registry import make_env
+    from semzoo.envs.smax import SMAXVecEnv
+    from semzoo.wrappers.ctde import CTDEEnv
+
+    vec = SMAXVecEnv("2s3z", n_envs=1)
+    n_types = vec.state_layout.unit_dim - 4
+    assert vec.state_layout == StateLayout(n_units=5, unit_dim=4 + n_types)
+    arrays = vec.reset(seed=0)
+    blocks = arrays.state[0, :vec.state_layout.end].reshape(5, -1)
+    assert (blocks[:, 0] == 1.0).all()  # each ally's block opens with its health fraction: full at the start
+    assert (blocks[:, 4:].sum(-1) == 1.0).all()  # and ends with its type one-hot
+    ctde = CTDEEnv(make_env("smax:2s3z"))
+    assert ctde.state_layout == vec.state_layout
+    ctde.close()
+
+
+def test_trainer_waits_for_the_burn_in_then_takes_updates_per_episode(tmp_path):
+    config = TrainConfig(env="matrix:climbing", algo="qmix", steps=80, n_envs=8, test_interval=80, test_episodes=2,
+                         out=str(tmp_path), learner=LearnerConfig(batch_size=8, updates_per_episode=2.0,
+                                                                  learn_start_episodes=40), **NO_ACTOR)
+    trainer = Trainer(config, run_dir=tmp_path / "run", tensorboard=False)
+    updates_by_episodes = {}
+    while trainer.counters.env_steps < config.steps:  # Algorithm 1's loop, one iteration at a time
+        trainer.learn(len(trainer.collect().returns))
+        updates_by_episodes[trainer.counters.episodes] = trainer.counters.updates
+    trainer.close()
+    assert updates_by_episodes[32] == 0  # under the burn-in of 40 episodes: no update, no credit piled up
+    assert updates_by_episodes[40] == 16 and updates_by_episodes[80] == 2 * (80 - 32)
+
+
+def test_learn_start_beyond_the_buffer_is_refused():
+    with pytest.raises(ValueError, match="learn_start_episodes=100 is larger than buffer_size=50"):
+        LearnerConfig(buffer_size=50, learn_start_episodes=100)
+
+
+def test_run_config_records_the_preset_and_what_it_set(tmp_path):
+    result = CliRunner().invoke(app, ["train", "--env", "matrix:climbing", "--algo", "emc-qmix", "--preset",
+                                      "authors-smac", "--steps", "64", "--test-interval", "64", "--test-episodes", "2",
+                                      "--out", str(tmp_path), "--run-name", "r", *NO_ACTOR_FLAGS])
+    assert result.exit_code == 0, result.output
+    saved = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert saved["preset"] == "authors-smac" and saved["learner"]["updates_per_episode"] == 2.0
