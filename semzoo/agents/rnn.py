@@ -23,6 +23,18 @@ def one_hot(index: torch.Tensor, n: int, dtype: torch.dtype) -> torch.Tensor:
     return (index.unsqueeze(-1) == torch.arange(n, device=index.device)).to(dtype)
 
 
+def flatten_rnns(module: nn.Module) -> nn.Module:
+    """``module`` with the weights of each of its recurrent layers in one contiguous chunk (cuDNN's layout).
+
+    ``Module.to`` lays them out so, but a deep copy (a target network, an acting copy) gives every weight its
+    own tensor, and cuDNN then compacts them again at every call, with a warning. A no-op off CUDA.
+    """
+    for layer in module.modules():
+        if isinstance(layer, nn.RNNBase):
+            layer.flatten_parameters()
+    return module
+
+
 class RNNAgent(nn.Module):
     """obs (+ last action one-hot, + agent id one-hot) -> fc -> ReLU -> GRU -> fc -> Q_a.
 

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from semzoo.agents.rnn import MASKED_Q, RNNAgent, one_hot
+from semzoo.agents.rnn import MASKED_Q, RNNAgent, flatten_rnns, one_hot
 from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
 from semzoo.episodic.memory import NO_MEMORY, Memory
 from semzoo.learners.batch import CleanBatch
@@ -80,7 +80,7 @@ class QLearner:
         self.agent, self.mixer = agent, mixer
         self.config, self.memory_config = config, memory_config
         self.memory = memory
-        self.target_agent = copy.deepcopy(agent).requires_grad_(False)
+        self.target_agent = flatten_rnns(copy.deepcopy(agent).requires_grad_(False))
         self.target_mixer = copy.deepcopy(mixer).requires_grad_(False)
         self.params = list(agent.parameters()) + list(mixer.parameters())
         self.optimizer = torch.optim.RMSprop(self.params, lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps,
@@ -301,3 +301,5 @@ class QLearner:
         self.target_mixer.load_state_dict(state["target_mixer"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.updates = int(state["updates"])
+        for net in self.networks().values():
+            flatten_rnns(net)

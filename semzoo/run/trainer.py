@@ -60,6 +60,7 @@ import numpy as np
 import torch
 
 from semzoo import algos
+from semzoo.agents.rnn import flatten_rnns
 from semzoo.config import TrainConfig
 from semzoo.envs.registry import make_vec_env
 from semzoo.replay.buffer import EpisodeReplayBuffer
@@ -187,7 +188,7 @@ class Trainer:
         self.acting_agent: torch.nn.Module | None = None
         self.acting_generator: torch.Generator | None = None
         if not config.sequential:
-            self.acting_agent = copy.deepcopy(self.agent).requires_grad_(False)
+            self.acting_agent = flatten_rnns(copy.deepcopy(self.agent).requires_grad_(False))
             self._acting_runner = EpisodeRunner(env, self.acting_agent, device=self.device, episode_limit=self.max_t)
             seed = np.random.SeedSequence([config.seed, ACTING_STREAM]).generate_state(1, np.uint64)[0]
             self.acting_generator = torch.Generator().manual_seed(int(seed))
@@ -641,6 +642,7 @@ class Trainer:
         self.generator.set_state(rng["generator"])
         if self.acting_agent is not None and self.acting_generator is not None:
             self.acting_agent.load_state_dict(state["acting"])
+            flatten_rnns(self.acting_agent)
             self.acting_generator.set_state(rng["acting_generator"])
         np.random.set_state(rng["numpy"])
         random.setstate(rng["python"])
