@@ -10,6 +10,7 @@ compacting them at every call.
 from __future__ import annotations
 
 import math
+import os
 import warnings
 
 import pytest
@@ -19,7 +20,9 @@ from semzoo import TrainConfig, algorithm_ids, train
 from semzoo.agents.selection import epsilon_greedy
 from semzoo.config import LearnerConfig
 from semzoo.agents.rnn import RNNAgent
+from semzoo.run.device import share_gpu_with_jax
 from semzoo.run.trainer import Trainer
+from semzoo.types import packed_copy
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU visible")
 SMALL = LearnerConfig(batch_size=4, buffer_size=16)
@@ -127,3 +130,57 @@ def test_a_cuda_run_keeps_every_gru_in_one_chunk(tmp_path, monkeypatch, algo):
     assert not [w for w in caught if CHUNK_WARNING in str(w.message)]
     for gru in grus:  # cuDNN's layout: every weight a view of one buffer
         assert len({p.untyped_storage().data_ptr() for p in gru.parameters()}) == 1
+
+
+def test_a_packed_copy_gives_every_field_back_bit_for_bit():
+    fields = {"obs": torch.randn(3, 5, 2, 7), "avail": torch.rand(3, 5, 2, 4) > 0.5, "length": torch.arange(3),
+              "keys": torch.randint(-2**31, 2**31 - 1, (3, 5, 3), dtype=torch.int32),
+              "actions": torch.randint(0, 200, (3, 4, 2), dtype=torch.uint8), "empty": torch.zeros(0, 3)}
+    moved = packed_copy(fields, "cpu")
+    for name, value in fields.items():
+        assert moved[name].dtype == value.dtype and moved[name].shape == value.shape
+        assert torch.equal(moved[name], value), name
+
+
+def test_an_update_batch_on_the_cpu_is_the_sampled_batch_itself():
+    trainer = Trainer(TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=40, n_envs=4, device="cpu",
+                                  sequential=True, learner=SMALL))
+    try:
+        trainer.collect()
+        batch = trainer.buffer.sample(4, torch.Generator().manual_seed(0))
+        same = batch.for_update("cpu")
+        assert all(same_value is batch.tensors()[name] for name, same_value in same.tensors().items())
+    finally:
+        trainer.close()
+
+
+@pytest.mark.parametrize(("device", "preset", "expected"), [
+    ("cuda", {}, "false"),  # a CUDA run: JAX allocates as it needs
+    ("cuda", {"XLA_PYTHON_CLIENT_PREALLOCATE": "true"}, "true"),  # the user's choice stands
+    ("cuda", {"XLA_PYTHON_CLIENT_MEM_FRACTION": ".3"}, None),  # a fraction the user gave decides
+    ("cpu", {}, None),  # the CPU path is left alone
+])
+def test_jax_does_not_take_the_gpu_memory_torch_needs(monkeypatch, device, preset, expected):
+    for name in ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in preset.items():
+        monkeypatch.setenv(name, value)
+    share_gpu_with_jax(torch.device(device))
+    assert os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE") == expected
+
+
+@needs_gpu
+def test_an_update_batch_reaches_the_gpu_in_one_copy_with_its_keys_on_the_host():
+    trainer = Trainer(TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=40, n_envs=4, device="cuda",
+                                  sequential=True, learner=SMALL))
+    try:
+        trainer.collect()
+        batch = trainer.buffer.sample(4, torch.Generator().manual_seed(0))
+        moved = batch.for_update(trainer.device)
+        assert moved.state_keys is not None and moved.state_keys.device.type == "cpu"
+        for name, value in batch.tensors().items():
+            assert torch.equal(getattr(moved, name).cpu(), value), name
+        assert moved.reward.device.type == "cuda"
+        assert math.isfinite(trainer.learner.train(moved)["loss"])
+    finally:
+        trainer.close()

@@ -463,7 +463,7 @@ class Trainer:
         if c.update_credit < 1.0 or not self.buffer.can_sample(cfg.batch_size):
             return None
         c.update_credit -= 1.0
-        return self.buffer.sample(cfg.batch_size, self.generator).to(self.device)
+        return self.buffer.sample(cfg.batch_size, self.generator).for_update(self.device)
 
     def record_update(self, stats: dict[str, float]) -> None:
         """Count one gradient update and keep its diagnostics for the next metric row."""
