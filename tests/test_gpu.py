@@ -17,9 +17,9 @@ import pytest
 import torch
 
 from semzoo import TrainConfig, algorithm_ids, train
+from semzoo.agents.rnn import RNNAgent
 from semzoo.agents.selection import epsilon_greedy
 from semzoo.config import LearnerConfig
-from semzoo.agents.rnn import RNNAgent
 from semzoo.run.device import share_gpu_with_jax
 from semzoo.run.trainer import Trainer
 from semzoo.types import packed_copy

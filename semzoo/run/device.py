@@ -8,7 +8,6 @@ import torch
 
 from semzoo.config import DEVICE_PATTERN
 
-
 JAX_PREALLOCATE = "XLA_PYTHON_CLIENT_PREALLOCATE"
 """JAX's switch for taking 75 % of a GPU's memory when its GPU backend starts (read then, not at import)."""
 
