@@ -27,7 +27,7 @@ from torch import nn
 from semzoo.agents.rnn import MASKED_Q, RNNAgent, flatten_rnns, one_hot
 from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
 from semzoo.episodic.memory import NO_MEMORY, Memory
-from semzoo.learners.batch import CleanBatch
+from semzoo.learners.batch import CleanBatch, bucketed
 from semzoo.mixers.base import Mixer
 from semzoo.types import EpisodeBatch
 
@@ -86,6 +86,23 @@ class QLearner:
         self.optimizer = torch.optim.RMSprop(self.params, lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps,
                                              foreach=True)
         self.updates = 0
+        self.bucket_steps = 1
+        """A batch's time axis is padded up to a multiple of this before the loss (1: as sampled; see ``compile``)."""
+        self.compiled_loss: Any = None
+        """``loss`` compiled by ``compile`` (None: the plain ``loss``)."""
+
+    def compile(self, bucket_steps: int) -> None:
+        """Compile ``loss`` (``torch.compile``, mode reduce-overhead: CUDA graphs) for updates on a GPU.
+
+        Batches are padded up to a multiple of ``bucket_steps`` steps first, so episode lengths give a few
+        shapes rather than one compile each; the padding is masked, so the loss is that of the batch as
+        sampled, up to the float rounding of sums over a longer time axis. ``StackedUpdate`` keeps the plain
+        ``loss`` (vmapped).
+        """
+        if bucket_steps < 1:
+            raise ValueError(f"bucket_steps={bucket_steps}: expected a positive number of steps")
+        self.bucket_steps = bucket_steps
+        self.compiled_loss = torch.compile(self.loss, mode="reduce-overhead", dynamic=False)
 
     @property
     def memory_kind(self) -> str:
@@ -178,8 +195,14 @@ class QLearner:
 
     def compute_loss(self, batch: EpisodeBatch) -> tuple[torch.Tensor, dict[str, float]]:
         """L = (1 - lambda) L_td + lambda L_em of one batch (paper eq. 6) and its diagnostics; no optimiser step."""
+        batch = bucketed(batch, self.bucket_steps)
         clean = CleanBatch.from_batch(batch)
-        loss, stats = self.loss(clean, self.table_lookup(clean, batch.state_keys))
+        lookup = self.table_lookup(clean, batch.state_keys)
+        if self.compiled_loss is None:
+            loss, stats = self.loss(clean, lookup)
+        else:
+            torch.compiler.cudagraph_mark_step_begin()  # the graphs' outputs of the last update are no longer read
+            loss, stats = self.compiled_loss(clean, lookup)
         return loss, stats_to_floats(stats)
 
     def table_lookup(self, clean: CleanBatch, state_keys_BSD: torch.Tensor | None = None) -> Any:
