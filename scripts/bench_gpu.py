@@ -8,7 +8,9 @@ For ``--env`` and ``--algo`` on ``--device`` (cuda when a GPU is visible, else t
   path (``semzoo.run.multi.MultiTrainer``: the runs collect one after the other, their updates vmapped);
 
 and prints, for each: the start-up seconds (building the run: env, networks, replay, memory, plus one throwaway
-batch, where SMAX's JAX step compiles; the actor process's start with ``--overlap``), the steady-state env steps/s
+batch, where SMAX's JAX step compiles; the actor process's start with ``--overlap``; the group is built after
+the single run in the same process, so it reuses JAX's compiled step and imports: its start-up is the build of
+its K runs), the steady-state env steps/s
 (the log windows of metrics.csv past ``--warmup`` env steps; a group's is the sum of its runs'), and the shares
 of that time spent collecting, updating and in the rest (storing, logging; read from the run's own
 ``time_collect_s`` and ``time_learn_s`` metrics). Then the milliseconds of one gradient update (batch sampled
@@ -202,7 +204,8 @@ def report(figures: dict[str, Any]) -> None:
           f"{figures['torch']}, {figures['steps_per_run']} env steps per run, steady state past "
           f"{figures['warmup_steps']} env steps; load average {figures['load_average']:.2f} at the end")
     print(f"start-up        one run {number(figures['startup_s_single'], '.1f')} s"
-          + (f"; group of {k}: {number(figures['startup_s_group'], '.1f')} s" if k > 1 else ""))
+          + (f"; group of {k}: {number(figures['startup_s_group'], '.1f')} s (JAX's step compiled already)"
+             if k > 1 else ""))
     print(f"env steps/s     one run ({figures['single_loop']}) {number(figures['steps_per_s_single'], ',.0f')}"
           + (f"; group of {k}: {number(figures['steps_per_s_group'], ',.0f')} in all" if k > 1 else ""))
     print(f"time shares     one run: {share_line(figures['share_single'])}")
