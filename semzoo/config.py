@@ -323,6 +323,10 @@ class TrainConfig:
     sequential: bool = False
     """Collect, then learn, one after the other (the loop of 0.2 and before); by default the next episodes are
     collected on a second thread while the learner updates, with policy parameters one batch's updates behind."""
+    compile_update: bool = False
+    """On a CUDA device, compile the update's loss (torch.compile, CUDA graphs), batches padded to a few lengths so
+    that episode lengths do not force recompiles; elsewhere the plain update runs. Off by default (GPU speed-up not
+    measured yet)."""
     n_envs: int = ranged(8, AT_LEAST_ONE)
     """Environments stepped in parallel; episodes are collected n_envs at a time."""
     episode_limit: int | None = ranged(None, AT_LEAST_ONE)

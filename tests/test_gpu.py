@@ -2,20 +2,27 @@
 
 The CPU-side half runs everywhere: exploration draws its random numbers on the CPU from the run's
 generator whatever device the Q values are on (a CPU generator cannot draw on a GPU), so a seed
-explores alike on every device.
+explores alike on every device; and every GRU that is copied (target networks, the acting agent) or
+loaded (resume) has its weights laid out again in one chunk, which cuDNN needs to run it without
+compacting them at every call.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import warnings
 
 import pytest
 import torch
 
 from semzoo import TrainConfig, algorithm_ids, train
+from semzoo.agents.rnn import RNNAgent
 from semzoo.agents.selection import epsilon_greedy
 from semzoo.config import LearnerConfig
+from semzoo.run.device import share_gpu_with_jax
 from semzoo.run.trainer import Trainer
+from semzoo.types import packed_copy
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU visible")
 SMALL = LearnerConfig(batch_size=4, buffer_size=16)
@@ -54,3 +61,126 @@ def test_the_first_loss_on_the_gpu_equals_the_cpu_one(algo):
         finally:
             trainer.close()
     assert losses["cuda"] == pytest.approx(losses["cpu"], rel=1e-5)
+
+
+CHUNK_WARNING = "not part of single contiguous chunk of memory"
+"""What cuDNN says when a GRU's weights lie in separate tensors (it then compacts them at every call)."""
+
+
+def _own_weights(gru: torch.nn.RNNBase) -> bool:
+    """The GRU's list of weights (what cuDNN reads) holds its own parameters, not another module's."""
+    return all(w is getattr(gru, name) for w, name in zip(gru._flat_weights, gru._flat_weights_names))
+
+
+def test_copied_and_resumed_agents_lay_their_gru_weights_out_again(tmp_path, monkeypatch):
+    events: list[tuple[str, int]] = []
+    flatten, load = torch.nn.RNNBase.flatten_parameters, RNNAgent.load_state_dict
+
+    def spy_flatten(self):
+        events.append(("flatten", id(self)))
+        return flatten(self)
+
+    def spy_load(self, *args, **kwargs):
+        events.append(("load", id(self.rnn)))
+        return load(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.RNNBase, "flatten_parameters", spy_flatten)
+    monkeypatch.setattr(RNNAgent, "load_state_dict", spy_load)
+    config = TrainConfig(env="matrix:two_step", algo="sem-ow-qmix", steps=48, n_envs=4, test_interval=10**6,
+                         test_episodes=4, device="cpu", out=str(tmp_path), learner=SMALL)
+    trainer = Trainer(config)
+    copies = [trainer.learner.target_agent.rnn, trainer.learner.target_central_agent.rnn, trainer.acting_agent.rnn]
+    trainer.close()
+    for gru in copies:
+        assert ("flatten", id(gru)) in events
+        assert _own_weights(gru)  # a deep copy's GRU reads the copy's weights
+
+    run_dir, _ = train(config, progress=False)
+    events.clear()
+    resumed = Trainer.resume(run_dir, steps=96, tensorboard=False)
+    try:
+        learner = resumed.learner
+        agents = [learner.agent, learner.target_agent, learner.central_agent, learner.target_central_agent,
+                  resumed.acting_agent]
+        for agent in agents:
+            loaded = [i for i, event in enumerate(events) if event == ("load", id(agent.rnn))]
+            assert loaded, "every agent network is loaded from the checkpoint"
+            assert ("flatten", id(agent.rnn)) in events[loaded[-1]:], "flattened after its last load"
+            assert _own_weights(agent.rnn)
+    finally:
+        resumed.close()
+
+
+@needs_gpu
+@pytest.mark.parametrize("algo", ["sem-qmix", "ow-qmix"])
+def test_a_cuda_run_keeps_every_gru_in_one_chunk(tmp_path, monkeypatch, algo):
+    monkeypatch.setattr(Trainer, "acting_in_process", False)  # the acting agent's warnings reach this process
+    config = TrainConfig(env="matrix:two_step", algo=algo, steps=200, n_envs=4, test_interval=100, test_episodes=4,
+                         device="cuda", out=str(tmp_path), learner=SMALL)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run_dir, _ = train(config, progress=False)
+        resumed = Trainer.resume(run_dir, steps=240, tensorboard=False)
+        try:
+            resumed.run()
+            grus = [m for net in [*resumed.learner.networks().values(), resumed.acting_agent]
+                    for m in net.modules() if isinstance(m, torch.nn.GRU)]
+        finally:
+            resumed.close()
+    assert not [w for w in caught if CHUNK_WARNING in str(w.message)]
+    for gru in grus:  # cuDNN's layout: every weight a view of one buffer
+        assert len({p.untyped_storage().data_ptr() for p in gru.parameters()}) == 1
+
+
+def test_a_packed_copy_gives_every_field_back_bit_for_bit():
+    fields = {"obs": torch.randn(3, 5, 2, 7), "avail": torch.rand(3, 5, 2, 4) > 0.5, "length": torch.arange(3),
+              "keys": torch.randint(-2**31, 2**31 - 1, (3, 5, 3), dtype=torch.int32),
+              "actions": torch.randint(0, 200, (3, 4, 2), dtype=torch.uint8), "empty": torch.zeros(0, 3)}
+    moved = packed_copy(fields, "cpu")
+    for name, value in fields.items():
+        assert moved[name].dtype == value.dtype and moved[name].shape == value.shape
+        assert torch.equal(moved[name], value), name
+
+
+def test_an_update_batch_on_the_cpu_is_the_sampled_batch_itself():
+    trainer = Trainer(TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=40, n_envs=4, device="cpu",
+                                  sequential=True, learner=SMALL))
+    try:
+        trainer.collect()
+        batch = trainer.buffer.sample(4, torch.Generator().manual_seed(0))
+        same = batch.for_update("cpu")
+        assert all(same_value is batch.tensors()[name] for name, same_value in same.tensors().items())
+    finally:
+        trainer.close()
+
+
+@pytest.mark.parametrize(("device", "preset", "expected"), [
+    ("cuda", {}, "false"),  # a CUDA run: JAX allocates as it needs
+    ("cuda", {"XLA_PYTHON_CLIENT_PREALLOCATE": "true"}, "true"),  # the user's choice stands
+    ("cuda", {"XLA_PYTHON_CLIENT_MEM_FRACTION": ".3"}, None),  # a fraction the user gave decides
+    ("cpu", {}, None),  # the CPU path is left alone
+])
+def test_jax_does_not_take_the_gpu_memory_torch_needs(monkeypatch, device, preset, expected):
+    for name in ("XLA_PYTHON_CLIENT_PREALLOCATE", "XLA_PYTHON_CLIENT_MEM_FRACTION", "XLA_CLIENT_MEM_FRACTION"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in preset.items():
+        monkeypatch.setenv(name, value)
+    share_gpu_with_jax(torch.device(device))
+    assert os.environ.get("XLA_PYTHON_CLIENT_PREALLOCATE") == expected
+
+
+@needs_gpu
+def test_an_update_batch_reaches_the_gpu_in_one_copy_with_its_keys_on_the_host():
+    trainer = Trainer(TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=40, n_envs=4, device="cuda",
+                                  sequential=True, learner=SMALL))
+    try:
+        trainer.collect()
+        batch = trainer.buffer.sample(4, torch.Generator().manual_seed(0))
+        moved = batch.for_update(trainer.device)
+        assert moved.state_keys is not None and moved.state_keys.device.type == "cpu"
+        for name, value in batch.tensors().items():
+            assert torch.equal(getattr(moved, name).cpu(), value), name
+        assert moved.reward.device.type == "cuda"
+        assert math.isfinite(trainer.learner.train(moved)["loss"])
+    finally:
+        trainer.close()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -16,11 +16,24 @@ MASKED_Q = -1e9
 """Q value given to unavailable actions before an argmax (never enters a loss)."""
 NO_ACTION = -1
 """Last-action id before the first step (encoded as an all-zero one-hot)."""
+ModuleT = TypeVar("ModuleT", bound=nn.Module)
 
 
 def one_hot(index: torch.Tensor, n: int, dtype: torch.dtype) -> torch.Tensor:
     """``F.one_hot(index, n).to(dtype)`` without its data-dependent range check, so it runs under ``vmap``: [..., n]."""
     return (index.unsqueeze(-1) == torch.arange(n, device=index.device)).to(dtype)
+
+
+def flatten_rnns(module: ModuleT) -> ModuleT:
+    """``module`` with the weights of each of its recurrent layers in one contiguous chunk (cuDNN's layout).
+
+    ``Module.to`` lays them out so, but a deep copy (a target network, an acting copy) gives every weight its
+    own tensor, and cuDNN then compacts them again at every call, with a warning. A no-op off CUDA.
+    """
+    for layer in module.modules():
+        if isinstance(layer, nn.RNNBase):
+            layer.flatten_parameters()
+    return module
 
 
 class RNNAgent(nn.Module):

@@ -25,10 +25,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from semzoo.agents.rnn import MASKED_Q, RNNAgent, one_hot
+from semzoo.agents.rnn import MASKED_Q, RNNAgent, flatten_rnns, one_hot
 from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
 from semzoo.episodic.memory import NO_MEMORY, Memory
-from semzoo.learners.batch import CleanBatch
+from semzoo.learners.batch import CleanBatch, bucketed
 from semzoo.mixers.base import Mixer
 from semzoo.types import EpisodeBatch
 
@@ -81,12 +81,29 @@ class QLearner:
         self.agent, self.mixer = agent, mixer
         self.config, self.memory_config = config, memory_config
         self.memory = memory
-        self.target_agent = copy.deepcopy(agent).requires_grad_(False)
+        self.target_agent = flatten_rnns(copy.deepcopy(agent).requires_grad_(False))
         self.target_mixer = copy.deepcopy(mixer).requires_grad_(False)
         self.params = list(agent.parameters()) + list(mixer.parameters())
         self.optimizer = torch.optim.RMSprop(self.params, lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps,
                                              foreach=True)
         self.updates = 0
+        self.bucket_steps = 1
+        """A batch's time axis is padded up to a multiple of this before the loss (1: as sampled; see ``compile``)."""
+        self.compiled_loss: Any = None
+        """``loss`` compiled by ``compile`` (None: the plain ``loss``)."""
+
+    def compile(self, bucket_steps: int) -> None:
+        """Compile ``loss`` (``torch.compile``, mode reduce-overhead: CUDA graphs) for updates on a GPU.
+
+        Batches are padded up to a multiple of ``bucket_steps`` steps first, so episode lengths give a few
+        shapes rather than one compile each; the padding is masked, so the loss is that of the batch as
+        sampled, up to the float rounding of sums over a longer time axis. ``StackedUpdate`` keeps the plain
+        ``loss`` (vmapped).
+        """
+        if bucket_steps < 1:
+            raise ValueError(f"bucket_steps={bucket_steps}: expected a positive number of steps")
+        self.bucket_steps = bucket_steps
+        self.compiled_loss = torch.compile(self.loss, mode="reduce-overhead", dynamic=False)
 
     @property
     def memory_kind(self) -> str:
@@ -188,8 +205,14 @@ class QLearner:
 
     def compute_loss(self, batch: EpisodeBatch) -> tuple[torch.Tensor, dict[str, float]]:
         """L = (1 - lambda) L_td + lambda L_em of one batch (paper eq. 6) and its diagnostics; no optimiser step."""
+        batch = bucketed(batch, self.bucket_steps)
         clean = CleanBatch.from_batch(batch)
-        loss, stats = self.loss(clean, self.table_lookup(clean, batch.state_keys))
+        lookup = self.table_lookup(clean, batch.state_keys)
+        if self.compiled_loss is None:
+            loss, stats = self.loss(clean, lookup)
+        else:
+            torch.compiler.cudagraph_mark_step_begin()  # the graphs' outputs of the last update are no longer read
+            loss, stats = self.compiled_loss(clean, lookup)
         return loss, stats_to_floats(stats)
 
     def table_lookup(self, clean: CleanBatch, state_keys_BSD: torch.Tensor | None = None) -> Any:
@@ -318,3 +341,5 @@ class QLearner:
         self.target_mixer.load_state_dict(state["target_mixer"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.updates = int(state["updates"])
+        for net in self.networks().values():
+            flatten_rnns(net)

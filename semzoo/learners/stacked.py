@@ -26,27 +26,13 @@ from torch import nn
 from torch.func import functional_call, vmap
 
 from semzoo.agents.rnn import RNNAgent
-from semzoo.learners.batch import CleanBatch
+from semzoo.learners.batch import CleanBatch, pad_batch
 from semzoo.learners.q_learner import QLearner, stats_to_floats
 from semzoo.types import EpisodeBatch
 
 PAD_RATIO = 1.5
 """Batches longer than this times the shortest of a vmapped call go to another call: padding costs compute
 (one SMAX episode that hit the time limit can make a batch four times the length of the others)."""
-
-
-def pad_batch(batch: EpisodeBatch, n_steps: int) -> EpisodeBatch:
-    """``batch`` with its time axis padded to ``n_steps`` steps (zeros, false: padding, masked by every consumer)."""
-    extra = n_steps - batch.reward.shape[1]
-    if extra == 0:
-        return batch
-    assert extra > 0, "pad_batch only lengthens a batch"
-
-    def pad(x: torch.Tensor) -> torch.Tensor:
-        return torch.cat([x, x.new_zeros((x.shape[0], extra, *x.shape[2:]))], dim=1)
-
-    return dataclasses.replace(batch, **{name: pad(value) for name, value in batch.tensors().items()
-                                         if name != "length"})
 
 
 class _GivenQ(nn.Module):

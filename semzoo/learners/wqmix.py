@@ -23,7 +23,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from semzoo.agents.rnn import MASKED_Q, RNNAgent
+from semzoo.agents.rnn import MASKED_Q, RNNAgent, flatten_rnns
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
 from semzoo.episodic.memory import Memory
 from semzoo.learners.batch import CleanBatch
@@ -76,7 +76,7 @@ class WQMIXLearner(QLearner):
                                       obs_last_action=agent.obs_last_action).to(device)
         self.central_mixer = CentralMixer(n_agents=agent.n_agents, state_dim=mixer.state_dim, n_actions=agent.n_actions,
                                           embed_dim=mixer_config.central_embed_dim).to(device)
-        self.target_central_agent = copy.deepcopy(self.central_agent).requires_grad_(False)
+        self.target_central_agent = flatten_rnns(copy.deepcopy(self.central_agent).requires_grad_(False))
         self.target_central_mixer = copy.deepcopy(self.central_mixer).requires_grad_(False)
         self.params = self.params + list(self.central_agent.parameters()) + list(self.central_mixer.parameters())
         self.optimizer = torch.optim.RMSprop(self.params, lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps,
@@ -177,6 +177,8 @@ class WQMIXLearner(QLearner):
         self.central_mixer.load_state_dict(state["central_mixer"])
         self.target_central_agent.load_state_dict(state["target_central_agent"])
         self.target_central_mixer.load_state_dict(state["target_central_mixer"])
+        flatten_rnns(self.central_agent)
+        flatten_rnns(self.target_central_agent)
 
 
 __all__ = ["WEIGHTINGS", "CentralValues", "WQMIXLearner"]

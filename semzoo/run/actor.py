@@ -167,10 +167,12 @@ def _child_main(fd: int) -> None:
         from semzoo.agents.rnn import RNNAgent
         from semzoo.config import TrainConfig
         from semzoo.envs.registry import make_vec_env
+        from semzoo.run.device import share_gpu_with_jax
         from semzoo.run.runner import EpisodeRunner
 
         config = TrainConfig.from_dict(config_dict)
         device = torch.device(device_name)
+        share_gpu_with_jax(device)  # before the envs: JAX reads it when its GPU backend starts
         env = make_vec_env(config)
         agent = RNNAgent.for_env(env, config.agent).to(device).requires_grad_(False)
         runner = EpisodeRunner(env, agent, device=device, episode_limit=episode_limit)

@@ -60,6 +60,7 @@ import numpy as np
 import torch
 
 from semzoo import algos
+from semzoo.agents.rnn import flatten_rnns
 from semzoo.config import TrainConfig
 from semzoo.envs.registry import make_vec_env
 from semzoo.replay.buffer import EpisodeReplayBuffer
@@ -92,10 +93,20 @@ Progress = Callable[[dict[str, Any]], None]
 """Called after every iteration with the counters, epsilon, the target steps and the last test figures."""
 ACTING_STREAM = 1
 """Spawn key of the acting thread's generator under the run seed (overlap mode), apart from the learner's."""
+COMPILE_SHAPES = 8
+"""Batch lengths a compiled update meets at most (torch.compile recompiles up to 8 times by default)."""
+BUCKET_MULTIPLE = 8
+"""A compiled update's batch lengths are multiples of this many steps."""
 BEST_METRICS = ("test_win_rate", "test_return_mean")
 """The score of the best policy: the first of these the evaluation reports (win rate where the env reports wins)."""
 BEST_TIEBREAK = "test_return_mean"
 """Breaks a tie on the best metric (equal win rates): the evaluation with the higher test return wins."""
+
+
+def compile_bucket(max_t: int) -> int:
+    """The padding unit of a compiled update's batches: a multiple of ``BUCKET_MULTIPLE`` steps that cuts episodes of
+    up to ``max_t`` steps into at most ``COMPILE_SHAPES`` lengths."""
+    return BUCKET_MULTIPLE * math.ceil(math.ceil(max_t / COMPILE_SHAPES) / BUCKET_MULTIPLE)
 
 
 @dataclass
@@ -176,6 +187,8 @@ class Trainer:
         parts = algos.build(config, self.env, self.device)
         self.algo, self.agent, self.mixer, self.memory, self.learner = (parts.algo, parts.agent, parts.mixer,
                                                                         parts.memory, parts.learner)
+        if config.compile_update:
+            self._compile_update()
         env = self.env
         self.buffer = EpisodeReplayBuffer(capacity=config.learner.buffer_size, max_t=self.max_t, n_agents=env.n_agents,
                                           obs_dim=env.obs_dim, state_dim=env.state_dim, n_actions=env.n_actions,
@@ -187,7 +200,7 @@ class Trainer:
         self.acting_agent: torch.nn.Module | None = None
         self.acting_generator: torch.Generator | None = None
         if not config.sequential:
-            self.acting_agent = copy.deepcopy(self.agent).requires_grad_(False)
+            self.acting_agent = flatten_rnns(copy.deepcopy(self.agent).requires_grad_(False))
             self._acting_runner = EpisodeRunner(env, self.acting_agent, device=self.device, episode_limit=self.max_t)
             seed = np.random.SeedSequence([config.seed, ACTING_STREAM]).generate_state(1, np.uint64)[0]
             self.acting_generator = torch.Generator().manual_seed(int(seed))
@@ -207,6 +220,14 @@ class Trainer:
         if checkpoint is not None:
             self.load_state_dict(checkpoint)
             self._saved_at = self.counters.env_steps
+
+    def _compile_update(self) -> None:
+        """``compile_update``: the learner's loss compiled on a CUDA device, its batches padded to ``COMPILE_SHAPES`` lengths."""
+        if self.device.type != "cuda":
+            warnings.warn(f"compile_update applies on a CUDA device only; this run on {self.device} takes the plain "
+                          "update", stacklevel=4)
+            return
+        self.learner.compile(bucket_steps=compile_bucket(self.max_t))
 
     @staticmethod
     def _memory_never_written(config: TrainConfig) -> bool:
@@ -462,7 +483,7 @@ class Trainer:
         if c.update_credit < 1.0 or not self.can_learn():
             return None
         c.update_credit -= 1.0
-        return self.buffer.sample(cfg.batch_size, self.generator).to(self.device)
+        return self.buffer.sample(cfg.batch_size, self.generator).for_update(self.device)
 
     def can_learn(self) -> bool:
         """H holds a batch and the burn-in: ``learn_start_episodes`` episodes (unset: ``batch_size``)."""
@@ -646,6 +667,7 @@ class Trainer:
         self.generator.set_state(rng["generator"])
         if self.acting_agent is not None and self.acting_generator is not None:
             self.acting_agent.load_state_dict(state["acting"])
+            flatten_rnns(self.acting_agent)
             self.acting_generator.set_state(rng["acting_generator"])
         np.random.set_state(rng["numpy"])
         random.setstate(rng["python"])
