@@ -41,3 +41,12 @@ def test_the_cli_page_shows_the_apps_current_help():
     assert done.returncode == 0, ("docs/cli.md's help blocks differ from the app: run python scripts/cli_reference.py"
                                   f"\n{done.stderr[-2000:]}")
     assert (ROOT / "docs" / "cli.md").read_text().count("<!-- cli-help: ") >= 10  # the app and its 9 commands
+
+
+def test_the_site_home_shows_the_readmes_tested_example():
+    """docs/index.md repeats the README's first python block (which tests/test_readme.py runs), word for word."""
+    from test_readme import readme_examples
+
+    readme_first = next(text for kind, text in readme_examples() if kind == "python")
+    home = [text for kind, text in readme_examples(ROOT / "docs" / "index.md") if kind == "python"]
+    assert home == [readme_first]
