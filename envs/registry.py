@@ -59,6 +59,11 @@ def registered_envs() -> list[str]:
     return sorted(_registered)
 
 
+def registered_factory(name: str) -> Callable[..., ParallelEnv] | None:
+    """The factory given to ``register_env`` under ``name`` (None for semzoo's own ids and unknown names)."""
+    return _registered.get(name)
+
+
 def make_env(env_id: str, **kwargs: Any) -> ParallelEnv:
     """Build the PettingZoo ParallelEnv named by ``env_id``; ``kwargs`` go to its factory."""
     kind, _, rest = env_id.partition(":")

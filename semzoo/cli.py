@@ -47,8 +47,8 @@ class _Commands(TyperGroup):
 app = typer.Typer(
     cls=_Commands,
     name="semzoo",
-    help="State-based episodic memory for cooperative multi-agent RL: train VDN, QMIX, QPLEX and WQMIX "
-    "(with or without SEM/SAEM) on matrix games, MPE, SMAX and SMAC.",
+    help="State-based episodic memory for cooperative multi-agent RL: train VDN, QMIX, QPLEX and CW/OW-QMIX, "
+    "each alone or with an episodic memory (SEM, SAEM, EMC, EMU; mc- the own-return ablation), on matrix games, MPE, SMAX and SMAC.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -64,6 +64,8 @@ DEFAULT_STEPS = TrainConfig.steps
 """The README's main job: SEM-QMIX on SMAX 3m, about 3 minutes on 2 cores, win rate rising to ~0.8."""
 
 
+AT_HELP = ("Default: 250000,500000 (the paper's) where every run reached them, else the runs' last common "
+           "evaluation and its half (a line on stderr says so).")
 METRIC_HELP = ("Metric, e.g. test_win_rate, test_return_mean. Default: test_win_rate where the runs log it, "
                "else test_return_mean (matrix games, MPE; a line on stderr says so).")
 
@@ -210,7 +212,9 @@ TRAIN_FLAGS = option_flags(TRAIN_FIELDS)
 
 
 def train(ctx: typer.Context, **options: Any) -> None:
-    """Train an algorithm on an environment; writes <out>/<run>/ (config.json, metrics.csv, checkpoints/).
+    """Train an algorithm on an environment.
+
+    Writes <out>/<run>/ (config.json, metrics.csv, checkpoints/).
 
     With no flags: the README's main job, SEM-QMIX on SMAX 3m for 100k env steps (TrainConfig()).
     """
@@ -425,7 +429,11 @@ def evaluate(
     best: bool = typer.Option(False, "--best", help="Evaluate the run's best checkpoint (best.ckpt: the agent of "
                               "its best test evaluation) instead of the last."),
 ) -> None:
-    """Replay a run's last (or, with --best, best) checkpoint greedily (epsilon 0): mean return and, where reported, win rate."""
+    """Replay a run's checkpoint greedily and print its scores.
+
+    The last checkpoint (or, with --best, the best one), epsilon 0: the mean return and, where the env
+    reports it, the win rate.
+    """
     from semzoo.run.evaluation import evaluate_run
 
     if episodes is not None and episodes <= 0:
@@ -486,7 +494,10 @@ def sweep(
                                     "Ray trial (one process, as `train --seeds`; the sequential loop), in the same "
                                     "run directories; --cpus-per-trial then counts per (env, algo)."),
 ) -> None:
-    """Run the grid env x algo (x --grid axes) x seed on Ray; re-running the same command skips finished trials."""
+    """Run a grid of env x algo x seed on Ray.
+
+    --grid adds config axes. Re-running the same command skips finished trials and continues the rest.
+    """
     from semzoo.run import sweep as sweeps
 
     if seeds <= 0:
@@ -541,13 +552,29 @@ def _sweep_memory_plans(tasks: Sequence[Any]) -> None:
             _memory_plan(configs[0], runs=len(configs), label=f"sweep: trial {configs[0].env} {configs[0].algo}: ")
 
 
+def _at_steps(at: str | None) -> list[int] | None:
+    """The env steps of --at (None when not given); a usage error for anything but non-negative integers."""
+    if at is None:
+        return None
+    try:
+        steps = [int(item.replace("_", "")) for item in _split(at, "--at")]
+    except ValueError:
+        fail(f"--at {at!r}: expected comma-separated integers, e.g. 250000,500000", USAGE_ERROR)
+    if any(step < 0 for step in steps):
+        fail(f"--at {at!r}: expected non-negative env-step counts, e.g. 250000,500000", USAGE_ERROR)
+    return steps
+
+
 @app.command()
 def plot(
     folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
     metric: str | None = typer.Option(None, help=METRIC_HELP, show_default=False),
     out: str | None = typer.Option(None, help="Folder of the PNGs (default: FOLDER/plots)."),
 ) -> None:
-    """Curves per env: median and 25-75 % band per algorithm across seeds, plus y / E / Q_tot when logged."""
+    """Plot learning curves of the runs under a folder.
+
+    Per env, the median and 25-75 % band per algorithm across seeds, plus y / E / Q_tot when logged.
+    """
     from semzoo.run.report import plot_runs
 
     with warnings.catch_warnings(record=True) as caught:
@@ -565,16 +592,20 @@ def plot(
 @app.command()
 def table(
     folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
-    at: str = typer.Option("250000,500000", help="Comma-separated env steps at which to read the scores."),
+    at: str | None = typer.Option(None, help="Comma-separated env steps at which to read the scores. " + AT_HELP,
+                                  show_default=False),
     metric: str | None = typer.Option(None, help=METRIC_HELP, show_default=False),
     csv_path: str | None = typer.Option(None, "--csv", help="Also write the table to this CSV file."),
 ) -> None:
-    """Score table: per env the mean over seeds at each step, then mean and median across envs per algorithm.
+    """Print the score table of the runs under a folder.
+
+    Per env the mean over seeds at each step, then the mean and median across envs per algorithm.
 
     A mean or median is n/a unless every env has a value; a table with no value at all is an error.
     """
     from semzoo.run.report import (
         SUMMARY_ENVS,
+        default_steps,
         furthest_step,
         load_runs,
         metric_note,
@@ -585,15 +616,15 @@ def table(
         write_table_csv,
     )
 
-    try:
-        steps = [int(item.replace("_", "")) for item in _split(at, "--at")]
-    except ValueError:
-        fail(f"--at {at!r}: expected comma-separated integers, e.g. 250000,500000", USAGE_ERROR)
+    steps = _at_steps(at)
+    steps_note = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
             runs = load_runs(folder)
             given, metric = metric, resolve_metric(runs, metric)
+            if steps is None:
+                steps, steps_note = default_steps(runs, metric)
             rows = score_table(runs, steps, metric)
         except (ValueError, TypeError) as err:
             _echo_warnings(caught)
@@ -605,9 +636,9 @@ def table(
         fail(f"no run has a {metric} value at env steps {', '.join(f'{s:,}' for s in steps)}: the furthest step any "
              f"run reached is {furthest:,} (a run has a value at t once it trained to t and was evaluated by then)")
     typer.echo(table_markdown(rows, metric))
-    note = metric_note(metric) if given is None else None
-    if note:
-        typer.echo(note, err=True)
+    for note in (metric_note(metric) if given is None else None, steps_note):
+        if note:
+            typer.echo(note, err=True)
     if missing:
         typer.echo(f"Hint: {missing} of {cells} cells are n/a: no seed of that env and algorithm trained to the step "
                    f"(the furthest any run reached is {furthest:,}) or evaluated by then; a mean or median across "
@@ -619,7 +650,8 @@ def table(
 @app.command()
 def report(
     folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
-    at: str = typer.Option("250000,500000", help="Comma-separated env steps at which to compare the runs."),
+    at: str | None = typer.Option(None, help="Comma-separated env steps at which to compare the runs. " + AT_HELP,
+                                  show_default=False),
     metric: str | None = typer.Option(None, help=METRIC_HELP, show_default=False),
     out: str | None = typer.Option(None, help="Folder of report.md, the PNGs and marl_eval.json (default: "
                                    "FOLDER/report)."),
@@ -627,16 +659,14 @@ def report(
     absolute: bool = typer.Option(False, "--absolute", help="First re-evaluate each run's best checkpoint on 10x "
                                   "the test episodes (the absolute metric, cached in <run>/absolute.json)."),
 ) -> None:
-    """Evaluation protocol (Gorsane et al. 2022): IQM and mean with bootstrap CIs, probability of improvement,
-    performance profiles, sample-efficiency curves, the paper's table and a marl-eval JSON export."""
+    """Write the evaluation-protocol report of the runs.
+
+    The protocol of Gorsane et al. (2022): IQM and mean with bootstrap CIs, probability of improvement,
+    performance profiles, sample-efficiency curves, the paper's table and a marl-eval JSON export.
+    """
     from semzoo.run.protocol import report as protocol_report
 
-    try:
-        steps = [int(item.replace("_", "")) for item in _split(at, "--at")]
-    except ValueError:
-        fail(f"--at {at!r}: expected comma-separated integers, e.g. 250000,500000", USAGE_ERROR)
-    if any(step < 0 for step in steps):
-        fail(f"--at {at!r}: expected non-negative env-step counts, e.g. 250000,500000", USAGE_ERROR)
+    steps = _at_steps(at)
     if reps < 1:
         fail(f"--reps {reps}: expected a positive number of bootstrap replications, e.g. 2000", USAGE_ERROR)
     with warnings.catch_warnings(record=True) as caught:
@@ -671,7 +701,10 @@ def _plugins(
 
 @app.command()
 def algos() -> None:
-    """List the algorithm ids: each row of the table (mixer, learner) and the memories that prefix it."""
+    """List the algorithm ids.
+
+    Each row of the table (mixer, learner), and the episodic memories that prefix it.
+    """
     from semzoo.algos import NO_MEMORY, algorithm_ids, parse_algorithm
     from semzoo.episodic.memory import memory_class, memory_names
 
@@ -704,7 +737,10 @@ def algos() -> None:
 
 @app.command()
 def envs() -> None:
-    """List the environment ids semzoo knows, with SMAC/SMAX map facts."""
+    """List the environment ids.
+
+    The matrix games, and the SMAC/SMAX maps with their agents, actions, state size and episode limit.
+    """
     from semzoo.envs import matrix_game_v0
     from semzoo.envs.maps import map_table
 
@@ -745,7 +781,10 @@ def memory_cost(
     proj_dim: int = typer.Option(4, help="Random-projection size D (the paper: 4)."),
     env_arg: list[str] = typer.Option([], help="KEY=VALUE passed to the env factory (VALUE parsed as JSON); repeatable."),
 ) -> None:
-    """Storage of SEM and SAEM (the paper's layout, |U|^n tables for SAEM, next to semzoo's) and of every memory."""
+    """Print the storage each episodic memory needs.
+
+    SEM and SAEM in the paper's layout (|U|^n tables for SAEM) next to semzoo's, then every registered memory.
+    """
 
     from semzoo.episodic.cost import (
         RAW_STATE_BYTES_PER_DIM,

@@ -7,10 +7,12 @@ leave no child process behind, however the run ends.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
 import threading
+import warnings
 from pathlib import Path
 
 import pytest
@@ -133,6 +135,19 @@ def test_an_env_registered_in_a_plugin_is_built_by_the_actor_process(tmp_path, m
     assert metric_rows(tmp_path / "process") == metric_rows(tmp_path / "thread")
 
 
+def test_an_env_registered_in_this_process_with_an_importable_factory_is_built_by_the_actor_process(tmp_path):
+    factory = functools.partial(matrix_game_v0.parallel_env, "custom", payoff=[[5, 0], [0, 3]])
+    semzoo.register_env("actor_test_partial", factory, replace=True)  # no plugin: the child gets it by pickle
+    config = TrainConfig(env="actor_test_partial", algo="vdn", steps=120, n_envs=4, out=str(tmp_path),
+                         test_interval=60, learner=LearnerConfig(batch_size=4, buffer_size=16))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to the thread
+        process = run_with(config, tmp_path / "process", in_process=True)
+    assert process.actor_startup_s is not None
+    run_with(config, tmp_path / "thread", in_process=False)
+    assert metric_rows(tmp_path / "process") == metric_rows(tmp_path / "thread")
+
+
 def test_an_env_a_new_process_cannot_build_falls_back_to_the_thread(tmp_path):
     semzoo.register_env("actor_test_only_here", lambda: matrix_game_v0.parallel_env("penalty"), overwrite=True)
     config = TrainConfig(env="actor_test_only_here", algo="vdn", steps=120, n_envs=4, out=str(tmp_path),
@@ -147,7 +162,8 @@ def test_an_env_a_new_process_cannot_build_falls_back_to_the_thread(tmp_path):
     before = child_processes()
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(matrix_game_v0.MatrixGameEnv, "step", recording_step)
-        with pytest.warns(UserWarning, match="unknown env id 'actor_test_only_here'.*collecting on a thread instead"):
+        with pytest.warns(UserWarning, match="unknown env id 'actor_test_only_here'.*cannot import.*functools.partial"
+                          ".*collecting on a thread instead"):
             fallback = run_with(config, tmp_path / "fallback", in_process=True)
     assert fallback.actor_startup_s is None and any(name.startswith("semzoo-acting") for name in collectors)
     assert child_processes() == before

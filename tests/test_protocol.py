@@ -29,7 +29,7 @@ from semzoo.run.protocol import (
     report,
     wall_costs,
 )
-from semzoo.run.report import load_runs
+from semzoo.run.report import default_steps, load_runs
 from semzoo.run.rundir import METRIC_FIELDS
 
 REPS = 200
@@ -359,3 +359,48 @@ def test_runs_gathered_by_symbolic_links_are_found_once_each(tmp_path):
     runs = load_runs(gathered)
     assert sorted(run.algo for run in runs) == ["qmix", "sem-qmix"]
     assert {r.algo: r.value_at("test_win_rate", AT) for r in runs} == {"qmix": 0.2, "sem-qmix": 0.6}
+
+
+# ----- steps without --at: the paper's where every run reached them, else what the runs reached ---------------------
+
+
+def test_without_at_the_paper_steps_are_read_where_every_run_reached_them(tmp_path):
+    for seed in range(2):
+        write_run(tmp_path, "smax:3m", "qmix", seed, {0: 0.0, 250_000: 0.5, 500_000: 0.75 + seed / 10})
+    assert default_steps(load_runs(tmp_path), "test_win_rate") == ([250_000, 500_000], None)
+
+
+def test_without_at_short_runs_are_read_at_their_last_common_evaluation_and_its_half(runs_root):
+    steps, note = default_steps(load_runs(runs_root), "test_win_rate")
+    assert steps == [EARLY, AT]  # evaluations at 0, 100, 300: the last every run has, and the one at or below 150
+    assert note is not None and note.startswith(f"steps: {EARLY} and {AT} env steps") and "--at" in note
+
+
+@pytest.fixture(scope="module")
+def short_matrix_runs(tmp_path_factory):
+    """QMIX and SEM-QMIX trained 1,500 env steps on the two-step game by `semzoo train`, evaluated every 500."""
+    root = tmp_path_factory.mktemp("short") / "runs"
+    for algo in ("qmix", "sem-qmix"):
+        trained = CliRunner().invoke(app, ["train", "--env", "matrix:two_step", "--algo", algo, "--steps", "1500",
+                                           "--test-interval", "500", "--pending-size", "200", "--sequential",
+                                           "--no-tensorboard", "--save-interval", "0", "--out", str(root)])
+        assert trained.exit_code == 0, trained.output
+    return root
+
+
+SHORT_STEPS_NOTE = "steps: 500 and 1,500 env steps, the runs' last common evaluation and its half"
+
+
+def test_report_without_at_on_short_runs_exits_0_and_says_which_steps_it_chose(short_matrix_runs, tmp_path):
+    result = cli(short_matrix_runs, "--reps", REPS, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert any(line.startswith(SHORT_STEPS_NOTE) for line in result.stderr.splitlines()), result.stderr
+    assert "## test_return_mean at 500 env steps" in result.stdout
+    assert "## test_return_mean at 1,500 env steps" in result.stdout
+
+
+def test_table_without_at_on_short_runs_reads_the_steps_they_reached_and_says_so(short_matrix_runs):
+    result = CliRunner().invoke(app, ["table", str(short_matrix_runs)])
+    assert result.exit_code == 0, result.output
+    assert any(line.startswith(SHORT_STEPS_NOTE) for line in result.stderr.splitlines()), result.stderr
+    assert "test_return_mean at 1,500 env steps" in result.stdout and "n/a" not in result.stdout

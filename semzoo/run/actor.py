@@ -84,8 +84,9 @@ class ActorProcess:
         self._process, self._conn = process, Connection(parent_sock.detach())
         try:
             # A child that died already (EPIPE here) is reported by the receive below, with its exit code.
+            env_factory, unshippable = _shippable_env_factory(self._config_dict["env"])
             with contextlib.suppress(OSError):
-                self._conn.send((self._config_dict, self._device, self._episode_limit))
+                self._conn.send((self._config_dict, self._device, self._episode_limit, env_factory))
             if not self._conn.poll(STARTUP_TIMEOUT_S):
                 raise ActorStartError(f"the actor process did not start within {STARTUP_TIMEOUT_S:.0f} s")
             try:
@@ -93,7 +94,8 @@ class ActorProcess:
             except RuntimeError as err:  # died before it could say why (e.g. semzoo does not import there)
                 raise ActorStartError(str(err)) from None
             if kind == "error":
-                raise ActorStartError(f"the actor process could not build its envs and agent: {_describe(payload)}")
+                raise ActorStartError(f"the actor process could not build its envs and agent: {_describe(payload)}"
+                                      + (f" ({unshippable})" if unshippable else ""))
         except BaseException:
             self.close()
             raise
@@ -163,13 +165,17 @@ def _child_main(fd: int) -> None:
     torch.set_num_threads(1)
     conn = Connection(fd)
     try:
-        config_dict, device_name, episode_limit = conn.recv()
+        config_dict, device_name, episode_limit, env_factory = conn.recv()
         from semzoo.agents.rnn import RNNAgent
         from semzoo.config import TrainConfig
-        from semzoo.envs.registry import make_vec_env
+        from semzoo.envs.registry import make_vec_env, register_env, registered_factory
+        from semzoo.plugins import load_plugins
         from semzoo.run.device import share_gpu_with_jax
         from semzoo.run.runner import EpisodeRunner
 
+        load_plugins()  # a plugin that registers the env wins over the parent's copy of its factory
+        if env_factory is not None and registered_factory(config_dict["env"]) is None:
+            register_env(config_dict["env"], pickle.loads(env_factory))
         config = TrainConfig.from_dict(config_dict)
         device = torch.device(device_name)
         share_gpu_with_jax(device)  # before the envs: JAX reads it when its GPU backend starts
@@ -210,6 +216,29 @@ def _child_main(fd: int) -> None:
     finally:
         env.close()
         conn.close()
+
+
+def _shippable_env_factory(env_id: str) -> tuple[bytes | None, str | None]:
+    """The pickled factory of an env registered in this process, for the child to register too; else why not.
+
+    A factory pickles by reference (a module's function, a class, ``functools.partial`` of one), so the child
+    imports it; a lambda or a function of a script's ``__main__`` (which the child does not run) cannot travel.
+    Returns (None, None) for semzoo's own ids.
+    """
+    from semzoo.envs.registry import registered_factory
+
+    factory = registered_factory(env_id)
+    if factory is None:
+        return None, None
+    why = (f"env {env_id!r} was registered with a factory a new process cannot import ({factory!r}); register a "
+           "function of an importable module or functools.partial of one, or name its module in SEMZOO_PLUGINS")
+    target = getattr(factory, "func", factory)  # functools.partial: the function it wraps
+    if getattr(target, "__module__", None) == "__main__":
+        return None, why
+    try:
+        return pickle.dumps(factory), None
+    except Exception:  # a lambda, a closure, a local function
+        return None, why
 
 
 def _pack(err: BaseException) -> dict[str, Any]:

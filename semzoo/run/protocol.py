@@ -44,6 +44,7 @@ from semzoo.run.report import (
     _grouped,
     _save,
     curve_steps,
+    default_steps,
     load_runs,
     metric_note,
     metric_panels,
@@ -783,22 +784,29 @@ def _improvement_table(rows: Sequence[Improvement], title: str) -> str:
     return "\n".join(lines)
 
 
-def report(root: str | Path, at: Sequence[int], metric: str | None = None, out: str | Path | None = None,
-           reps: int = DEFAULT_REPS, absolute: bool = False, echo: Callable[[str], None] = lambda line: None) -> Report:
+def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None = None,
+           out: str | Path | None = None, reps: int = DEFAULT_REPS, absolute: bool = False,
+           echo: Callable[[str], None] = lambda line: None) -> Report:
     """Statistics, figures, marl-eval export and ``report.md`` for the runs under ``root`` (into ``out``).
 
     ``echo`` receives progress lines (the CLI prints them on stderr): bootstraps take a while at 2,000 reps.
     ``metric`` None: the win rate where the runs log it, else the test return; ``echo`` gets a line naming the fallback.
+    ``at`` None: the paper's 250k and 500k where every run reached them, else the runs' last common evaluation and
+    its half (``default_steps``); ``echo`` gets a line naming them.
     """
     require_rliable()
     if reps < 1:
         raise ValueError(f"--reps {reps}: expected a positive number of bootstrap replications, e.g. 2000")
     runs = load_runs(root)
     given, metric = metric, resolve_metric(runs, metric)
+    notes = [metric_note(metric) if given is None else None]
+    if at is None:
+        at, steps_note = default_steps(runs, metric)
+        notes.append(steps_note)
     check_steps(runs, metric, at)
-    note = metric_note(metric) if given is None else None
-    if note:
-        echo(note)
+    for note in notes:
+        if note:
+            echo(note)
     out = Path(out) if out is not None else Path(root) / "report"
     if absolute:
         compute_absolute(runs, echo)

@@ -398,6 +398,44 @@ def score_table(runs: Sequence[RunSeries], at: Sequence[int], metric: str | None
     return rows
 
 
+PAPER_STEPS = (250_000, 500_000)
+"""The steps of the paper's tables (0.25M and 0.5M env steps): ``table`` and ``report`` read them when no --at is given."""
+
+
+def default_steps(runs: Sequence[RunSeries], metric: str) -> tuple[list[int], str | None]:
+    """The steps ``table`` and ``report`` read without --at, and the line that says so (None for the paper's).
+
+    ``PAPER_STEPS`` where every run that logs ``metric`` has a value at each. Else the step every run reached
+    (``common_last_step``: each run's closing evaluation is at its last step) and its half, each moved down to
+    the evaluation every run has scheduled at or below it (within one test interval, so 500,012 reads as
+    500,000); the half is left out when no run evaluated before it.
+    """
+    logging = [run for run in runs if metric in run.metrics]
+    if not logging:
+        raise ValueError(f"no run logs {metric}: pick a metric the runs log with --metric")
+    if all(not math.isnan(run.value_at(metric, step)) for run in logging for step in PAPER_STEPS):
+        return list(PAPER_STEPS), None
+    shared = set(logging[0].scheduled_steps(metric).tolist())
+    for run in logging[1:]:
+        shared &= set(run.scheduled_steps(metric).tolist())
+    interval = max((run.test_interval or 0) for run in logging)
+
+    def on_schedule(step: int) -> int | None:
+        """The shared scheduled evaluation in (step - interval, step], if there is one."""
+        near = [s for s in shared if 0 < s <= step and step - s < interval]
+        return max(near) if near else None
+
+    last = common_last_step(logging)
+    last = on_schedule(last) or last
+    half = on_schedule(last // 2)
+    steps = [last] if half is None or half >= last else [half, last]
+    paper = " and ".join(f"{step:,}" for step in PAPER_STEPS)
+    chosen = " and ".join(f"{step:,}" for step in steps)
+    what = "the runs' last common evaluation" + (" and its half" if len(steps) == 2 else "")
+    return steps, (f"steps: {chosen} env steps, {what} (not every run reached the paper's {paper}); "
+                   "choose others with --at")
+
+
 def missing_cells(rows: Sequence[TableRow]) -> int:
     """How many (step, algo, env) cells of a score table have no value (summaries not counted)."""
     return sum(math.isnan(r.value) for r in rows if r.env not in SUMMARY_ENVS)
@@ -445,6 +483,7 @@ def write_table_csv(rows: Sequence[TableRow], path: str | Path) -> Path:
 
 
 __all__ = [
+    "PAPER_STEPS",
     "TARGET_METRICS",
     "CutCurveWarning",
     "RunSeries",
@@ -453,6 +492,7 @@ __all__ = [
     "check_metric",
     "common_last_step",
     "curve",
+    "default_steps",
     "furthest_step",
     "load_run",
     "load_runs",

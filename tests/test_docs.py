@@ -1,0 +1,52 @@
+"""The front door stays true: the README's size, `semzoo --help`'s command list, and docs/cli.md's help blocks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from semzoo.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+README_MAX_LINES = 150
+MEMORIES = ("SEM", "SAEM", "EMC", "EMU")
+
+
+def test_the_readme_fits_one_screenful_of_sections():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= README_MAX_LINES, f"README.md has {len(lines)} lines: move detail to docs/"
+    assert "![" in (ROOT / "README.md").read_text()  # the headline figure
+
+
+def test_semzoo_help_lists_every_command_with_its_whole_first_line():
+    result = CliRunner().invoke(app, ["--help"], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    commands = result.stdout.split("Commands:")[1].strip().splitlines()
+    assert len(commands) >= 9
+    for line in commands:
+        name, _, summary = line.strip().partition(" ")
+        assert summary.strip().endswith(".") and not summary.strip().endswith("..."), f"{name}: {summary!r} is cut"
+    assert all(memory in result.stdout for memory in MEMORIES)
+
+
+def test_the_cli_page_shows_the_apps_current_help():
+    """In a fresh process, so that what other tests register does not show up in the help."""
+    code = ("import sys; sys.path.insert(0, 'scripts'); from cli_reference import PAGE, render; "
+            "page = PAGE.read_text(); sys.exit(0 if render(page) == page else 1)")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
+    assert done.returncode == 0, ("docs/cli.md's help blocks differ from the app: run python scripts/cli_reference.py"
+                                  f"\n{done.stderr[-2000:]}")
+    assert (ROOT / "docs" / "cli.md").read_text().count("<!-- cli-help: ") >= 10  # the app and its 9 commands
+
+
+def test_the_site_home_shows_the_readmes_tested_example():
+    """docs/index.md repeats the README's first python block (which tests/test_readme.py runs), word for word."""
+    from test_readme import readme_examples
+
+    readme_first = next(text for kind, text in readme_examples() if kind == "python")
+    home = [text for kind, text in readme_examples(ROOT / "docs" / "index.md") if kind == "python"]
+    assert home == [readme_first]
