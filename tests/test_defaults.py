@@ -97,6 +97,8 @@ PINNED: dict[str, tuple[Any, str]] = {
     "emu.emu_norm_interval": (200, f"{EMU}: ec_buffer_stats_update_interval 200"),
     "emu.emu_incentive": (True, f"{EMU}: optimality_incentive True"),
     "emu.emu_flag_init_desirability": (False, f"{EMU}: flag_init_desirability False"),
+    "mixer.qatten_heads": (4, f"{EMU}: n_head 4 (its Qatten coefficients)"),
+    "mixer.qatten_reg": (0.001, f"{EMU}: attend_reg_coef 0.001 (its Qatten coefficients)"),
     "learner.td_lambda": (0.0, f"{PAPER}, eq. 2 and 7: the one-step target; {PYMARL_QMIX}: no td_lambda"),
 }
 """Config key -> (the default, where that value comes from)."""
@@ -120,6 +122,11 @@ NOT_FIXED: dict[str, str] = {
     "mixer.qplex_attend_dim": "semzoo's width: QPLEX's SMAC config has one linear layer per head (adv_hypernet_layers 1)",
     "learner.timeout_as_terminal": "semzoo's choice (a time limit bootstraps); PyMARL treats it as terminal, a flag",
     "emu.emu_desirable_return": "semzoo's rule for envs that report no wins (EMU marks won episodes)",
+    "compile_update": "a speed setting of semzoo's (CUDA only), no learning change",
+    "preset": "semzoo's switch: none keeps the paper's defaults; authors-smac sets the authors' SMAC setups",
+    "mixer.qplex_transformation": "semzoo's general QPLEX by default; Qatten is the authors' SMAC setup (the preset)",
+    "mixer.qplex_lambda_layers": "semzoo's two-layer lambda heads (docs/matrix_games.md); the preset sets the authors' 1",
+    "learner.learn_start_episodes": "unset: learning starts once a batch is stored (PyMARL); the preset sets QPLEX's 100",
 }
 """Config key -> why no paper or authors' config fixes its default (semzoo's choice, a path, the machine)."""
 
