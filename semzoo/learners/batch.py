@@ -92,7 +92,6 @@ class CleanBatch:
         reward = self.reward if reward_BT is None else reward_BT
         n_steps = reward.shape[1]
         returns: list[torch.Tensor] = []
-        g_next = value_BT[:, n_steps - 1]
         for t in range(n_steps - 1, -1, -1):
             if t + 1 < n_steps:  # G_{t+1} where step t+1 is real, V_{t+1} after an episode's last step
                 g_next = torch.where(self.mask[:, t + 1] > 0, returns[-1], value_BT[:, t])
