@@ -231,8 +231,8 @@ def test_sem_wqmix_adds_the_memory_terms_with_their_own_weights():
     learner = wqmix_learner("cw", alpha=0.5)
 
     class ShiftedMemory(SEMTable):  # every key a hit of 5
-        def lookup(self, keys):
-            return np.full(len(keys), 5.0, np.float32), np.ones(len(keys), bool)
+        def lookup_merged(self, keys):
+            return np.full(len(keys), 5.0, np.float32), np.ones(len(keys), bool), np.zeros(len(keys), bool)
 
     batch = random_batch()
     plain, _ = learner.compute_loss(batch)
