@@ -28,7 +28,7 @@ import torch
 
 from semzoo.episodic.memory import Memory, register_memory
 from semzoo.episodic.tables import discounted_returns
-from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, scatter
+from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, next_state_target, scatter
 
 if TYPE_CHECKING:
     from semzoo.config import TrainConfig
@@ -73,8 +73,7 @@ class OwnReturn(Memory):
                        *, gamma: float, miss_rule: str) -> EpisodicTarget:
         """Phase 2: E = r + gamma (1 - term) R_{t+1} on hits, V(t+1) in its place on a miss (SEM's eq. 7 and rule)."""
         with torch.no_grad():
-            e_BT = clean.bootstrapped(torch.where(lookup.hit_BT, lookup.values_BT, next_value_BT), gamma)
-            answered_BT = lookup.hit_BT | (clean.terminated > 0)
+            e_BT, answered_BT = next_state_target(lookup, clean, next_value_BT, gamma)
         return applying(clean.mask.bool(), answered_BT, e_BT, lookup.hit_rate, miss_rule=miss_rule)
 
     def state_dict(self) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from semzoo.episodic.memory import Memory, memory_class, register_memory
-from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, scatter
+from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, next_state_target, scatter
 from semzoo.types import EpisodeBatch
 
 if TYPE_CHECKING:
@@ -835,8 +835,7 @@ class SEMTable(EpisodicMemory):
     def _target_values(self, lookup: TableLookup, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
                        gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
         """A miss bootstraps from V(t+1); a real end needs no table (E = r), so it counts as answered."""
-        e_BT = clean.bootstrapped(torch.where(lookup.hit_BT, lookup.values_BT, next_value_BT), gamma)
-        return e_BT, lookup.hit_BT | (clean.terminated > 0)
+        return next_state_target(lookup, clean, next_value_BT, gamma)
 
     def keys_from_state_keys(self, state_keys: np.ndarray, actions: Any = None) -> np.ndarray:
         """The key is the state's key, the float32 bits of phi(s): uint32 [..., D]."""

@@ -77,6 +77,17 @@ def applying(real_BT: torch.Tensor, answered_BT: torch.Tensor, e_BT: torch.Tenso
     return EpisodicTarget(e_BT=e_BT, applies_BT=applies.float(), answered_BT=answered.float(), hit_rate=hit_rate)
 
 
+def next_state_target(lookup: TableLookup, clean: CleanBatch, next_value_BT: torch.Tensor,
+                      gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """SEM's eq. (7) and miss rule: (E [B,T], the steps the memory answered [B,T] bool) from next-state answers.
+
+    E_t = r_t + gamma (1 - term_t) Q(phi(s_{t+1})) on a hit, V(t+1) in its place on a miss; a real end needs no
+    memory (E = r), so it counts as answered. Shared by SEM's table and the own-return ablation, which must agree.
+    """
+    e_BT = clean.bootstrapped(torch.where(lookup.hit_BT, lookup.values_BT, next_value_BT), gamma)
+    return e_BT, lookup.hit_BT | (clean.terminated > 0)
+
+
 @torch.no_grad()
 def episodic_target(memory: Memory, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor, *,
                     gamma: float, miss_rule: str) -> EpisodicTarget | None:
@@ -94,4 +105,4 @@ def scatter(values_K: np.ndarray, flat_K: np.ndarray, like_BT: torch.Tensor) -> 
 
 
 __all__ = ["MISS_RULES", "EpisodicTarget", "TableLookup", "applying", "check_miss_rule", "episodic_target",
-           "scatter"]
+           "next_state_target", "scatter"]
