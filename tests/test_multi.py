@@ -7,10 +7,12 @@ batches padded to the group's longest episode). One seed is the single run bit f
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,17 @@ the golden runs do: there a stacked update's other summation order starts at 1e-
 120 updates (measured on every parametrisation). In float32 the same drift starts at 1e-7 and, for OW-QMIX whose
 weights flip on the sign of Q_tot - y and whose central mixer is 3x256 wide, grew past 10 % on one seed."""
 SEEDS = (3, 4, 5)
+
+
+@contextlib.contextmanager
+def in_float64() -> Iterator[None]:
+    """Train in float64 inside the block (``TRAINING_REL`` is float64's drift), then restore the default dtype."""
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
 
 
 def config_of(env: str, algo: str, out: Path | None = None, **changes: Any) -> TrainConfig:
@@ -129,14 +142,10 @@ def group_departures(tmp_path: Path, env: str, algo: str) -> list[str]:
     """Train ``SEEDS`` as one group and as single runs: each metric row of a group run further than
     ``TRAINING_REL`` from its single run's (names and steps must be the same)."""
     config = config_of(env, algo, tmp_path / "group")
-    default_dtype = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    try:
+    with in_float64():
         group = train_seeds(config, SEEDS, progress=False, tensorboard=False)
         singles = [train(dataclasses.replace(config, seed=seed, out=str(tmp_path / "single")), progress=False,
                          tensorboard=False)[0] for seed in SEEDS]
-    finally:
-        torch.set_default_dtype(default_dtype)
     departures = []
     for seed, (run_dir, _), single_dir in zip(SEEDS, group, singles):
         assert run_dir.name == f"{env.replace(':', '_')}_{algo}_seed{seed}"
@@ -192,16 +201,12 @@ def test_a_group_resumed_with_more_steps_is_the_longer_group_bit_for_bit(tmp_pat
 
 def test_one_run_of_a_group_resumes_alone_within_float_tolerance(tmp_path):
     config = config_of("matrix:two_step", "qmix", save_interval=60)
-    default_dtype = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)  # as the K-run check: TRAINING_REL is float64's drift
-    try:
+    with in_float64():  # as the K-run check: TRAINING_REL is float64's drift
         longer = train_seeds(dataclasses.replace(config, out=str(tmp_path / "longer")), SEEDS, progress=False,
                              tensorboard=False)
         short = train_seeds(dataclasses.replace(config, steps=120, out=str(tmp_path / "short")), SEEDS,
                             progress=False, tensorboard=False)
         run_dir, _ = resume(short[1][0], steps=config.steps, progress=False, tensorboard=False)
-    finally:
-        torch.set_default_dtype(default_dtype)
     rows, expected = metric_rows(run_dir), metric_rows(longer[1][0])
     assert [r[:4] for r in rows] == [r[:4] for r in expected]
     for row, want in zip(rows, expected):
