@@ -372,9 +372,6 @@ class TrainConfig:
         if not DEVICE_PATTERN.fullmatch(self.device):
             raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'; "
                              "'auto' picks a GPU when one is present")
-        from semzoo.algos import parse_algorithm  # the algorithm table is the one judge of an id
-
-        parse_algorithm(self.algo)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -16,8 +16,9 @@ from semzoo.run.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from semzoo.run.rundir import TIMING_METRICS, read_metrics, run_finished
+from semzoo.run.rundir import run_finished
 from semzoo.run.trainer import Trainer, resume, train
+from semzoo.runfiles import TIMING_METRICS, read_metrics
 
 MPE = "pz:mpe2.simple_spread_v3:parallel_env"
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from semzoo.agents.rnn import RNNAgent
 from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
 from semzoo.episodic.tables import SEMTable
-from semzoo.learners.batch import CleanBatch
+from semzoo.types import CleanBatch
 from semzoo.learners.wqmix import WQMIXLearner
 from semzoo.mixers.base import make_mixer
 from semzoo.mixers.central import CentralMixer

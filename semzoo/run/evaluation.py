@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from semzoo.config import TrainConfig
 from semzoo.run.checkpoint import write_atomic
-from semzoo.run.rundir import ABSOLUTE_FILE, load_best, load_trained
+from semzoo.run.rundir import load_best, load_trained
 from semzoo.run.runner import EpisodeRunner
+from semzoo.runfiles import ABSOLUTE_FILE, BEST_FILE
+
+if TYPE_CHECKING:
+    from semzoo.analysis.report import RunSeries
 
 TEST_SEED_OFFSET = 1_000_000_007
 """Test episodes draw env seeds from a stream disjoint from training's."""
@@ -134,6 +138,27 @@ def absolute_metric(run_dir: str | Path, *, factor: int = ABSOLUTE_FACTOR, devic
               "best_metric": key["best_metric"], "best_score": key["best_score"]}
     write_atomic(cache, json.dumps(record, indent=2).encode())
     return record
+
+
+def compute_absolute(runs: Sequence[RunSeries], echo: Callable[[str], None] = print) -> int:
+    """Re-evaluate each run's best checkpoint into its ``absolute.json``; returns how many runs have one.
+
+    The one part of ``semzoo report`` that re-runs policies (``--absolute``): the analysis
+    (``semzoo.analysis.protocol.report``) takes it as its ``absolute`` argument and imports no training.
+
+    A run without ``best.ckpt`` (trained before semzoo kept best checkpoints, or stopped before its first
+    evaluation) is left out of the absolute metric with one line naming it, so older runs still report.
+    """
+    done = 0
+    for i, run in enumerate(runs, 1):
+        if not (Path(run.run_dir) / BEST_FILE).exists():
+            echo(f"absolute metric: {run.run_dir} has no {BEST_FILE}; left out")
+            continue
+        record = absolute_metric(run.run_dir)
+        done += 1
+        echo(f"absolute metric {i}/{len(runs)}: {run.env} {run.algo} seed {run.seed}, best at "
+             f"{record['step']:,} env steps, {record['episodes']} episodes")
+    return done
 
 
 def eval_env_seeds(run_seed: int, n_envs: int, seed: int | None = None, start: int = 0) -> Callable[[int], int]:

@@ -71,10 +71,6 @@ from semzoo.run.device import resolve_device
 from semzoo.run.evaluation import SEED_STRIDE, EvalResult, eval_env_seeds, greedy_episodes
 from semzoo.run.memory_plan import EnvSizes, peak_rss_bytes
 from semzoo.run.rundir import (
-    CONFIG_FILE,
-    FINAL_FILE,
-    METRICS_FILE,
-    TENSORBOARD_DIR,
     MetricsLogger,
     RunLock,
     check_checkpoint_matches,
@@ -86,6 +82,7 @@ from semzoo.run.rundir import (
 )
 from semzoo.run.runner import EpisodeRunner, RolloutStats
 from semzoo.run.stopping import RunStopped, StopRequest, stop_on_signals
+from semzoo.runfiles import CONFIG_FILE, FINAL_FILE, METRICS_FILE, TENSORBOARD_DIR
 from semzoo.types import EpisodeBatch
 
 BYTES_PER_MB = 1e6
@@ -146,6 +143,7 @@ class Trainer:
     def __init__(self, config: TrainConfig, *, run_dir: str | Path | None = None, progress: Progress | None = None,
                  tensorboard: bool = True, _checkpoint: dict[str, Any] | None = None,
                  _lock: RunLock | None = None) -> None:
+        algos.parse_algorithm(config.algo)  # the algorithm table judges the id, before the run directory exists
         self.config = config
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.progress = progress
