@@ -11,6 +11,7 @@ its public names lazily).
 from __future__ import annotations
 
 import ast
+import itertools
 import subprocess
 import sys
 from functools import cache
@@ -118,13 +119,13 @@ def test_find_cycle_names_an_import_circle():
 def test_no_import_circle_among_semzoo_modules():
     cycle = find_cycle(imports())
     assert cycle is None, "import circle: " + " -> ".join(
-        f"{a} ({_where(a, b)})" for a, b in zip(cycle, cycle[1:])) + f" -> {cycle[-1]}"
+        f"{a} ({_where(a, b)})" for a, b in itertools.pairwise(cycle)) + f" -> {cycle[-1]}"
 
 
 def test_every_import_of_semzoo_names_a_module_that_exists():
     """A stale path (a module moved or removed) is an error here, not an Any that mypy lets through."""
     stale = []
-    for module, path in modules().items():
+    for path in modules().values():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("semzoo"):
                 if node.module not in modules():

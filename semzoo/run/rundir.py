@@ -9,14 +9,16 @@ from __future__ import annotations
 import contextlib
 import csv
 import errno
+import importlib.util
 import json
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from semzoo.config import TrainConfig
-from semzoo.run.checkpoint import CheckpointError, CheckpointManager, load_checkpoint, save_checkpoint
+from semzoo.run.checkpoint import CheckpointError, CheckpointManager, load_checkpoint, save_checkpoint, write_atomic
 from semzoo.runfiles import (
     BEST_FILE,
     CONFIG_FILE,
@@ -24,6 +26,7 @@ from semzoo.runfiles import (
     LOCK_FILE,
     METRIC_FIELDS,
     METRICS_FILE,
+    TENSORBOARD_DIR,
     read_run_config,
     stored_config_dict,
 )
@@ -100,6 +103,18 @@ class MetricsLogger:
             self._writer.writerow(METRIC_FIELDS)
             self._file.flush()
         self.extra_sinks: list[Callable[[str, float, int], None]] = []
+        self._tensorboard: Any = None
+
+    def add_tensorboard(self, log_dir: Path, *, purge_step: int | None) -> None:
+        """Also write every row as TensorBoard events (the names of metrics.csv, indexed by env steps).
+
+        ``purge_step``: a resumed run drops the events a killed run wrote past its checkpoint.
+        """
+        from torch.utils.tensorboard import SummaryWriter
+
+        writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge_step)
+        self._tensorboard = writer
+        self.extra_sinks.append(lambda name, value, step: writer.add_scalar(name, value, step))
 
     def log(self, metrics: dict[str, float], *, env_steps: int, episodes: int, updates: int, wall_time: float) -> None:
         for name, value in metrics.items():
@@ -115,6 +130,9 @@ class MetricsLogger:
 
     def close(self) -> None:
         self._file.close()
+        if self._tensorboard is not None:
+            self._tensorboard.close()
+            self._tensorboard = None
 
 
 def truncate_metrics(run_dir: str | Path, nbytes: int) -> None:
@@ -213,8 +231,6 @@ def run_finished(run_dir: str | Path, steps: int | None = None) -> bool:
 
 def write_final(run_dir: Path, final: dict[str, Any]) -> None:
     """Mark the run finished: ``final.json`` with its counters and last evaluation."""
-    from semzoo.run.checkpoint import write_atomic
-
     write_atomic(run_dir / FINAL_FILE, json.dumps(final, indent=2).encode())
 
 
@@ -241,3 +257,50 @@ def new_run_dir(config: TrainConfig) -> Path:
         n += 1
         candidate = out / f"{name}-{n}"
     return candidate
+
+
+def open_run_dir(run_dir: Path, config: TrainConfig, best: dict[str, Any] | None, *, resumed: bool, env_steps: int,
+                 tensorboard: bool) -> MetricsLogger:
+    """Write a run's config.json and ``best.ckpt`` as of ``best`` (a resumed run's checkpoint may be older than the
+    file a killed run left), remove ``final.json``, and open metrics.csv (appended to when ``resumed``) with its
+    TensorBoard events when ``tensorboard`` is installed and asked for."""
+    write_atomic(run_dir / CONFIG_FILE, json.dumps(config.to_dict(), indent=2).encode())
+    (run_dir / FINAL_FILE).unlink(missing_ok=True)
+    write_best(run_dir, best)
+    logger = MetricsLogger(run_dir / METRICS_FILE, fresh=not resumed)
+    if tensorboard and importlib.util.find_spec("tensorboard") is not None:
+        logger.add_tensorboard(run_dir / TENSORBOARD_DIR, purge_step=env_steps + 1 if resumed else None)
+    return logger
+
+
+def resume_point(run_dir: Path, config: TrainConfig) -> tuple[RunLock, dict[str, Any] | None]:
+    """The lock of a run about to be continued with ``config``, and its last valid checkpoint (None: start over).
+
+    Takes the lock before anything is read or cut back; removes half-written checkpoints and sets corrupt ones
+    aside; cuts metrics.csv back to the checkpoint. With no checkpoint at all (killed before the first save) the
+    run starts over with a warning; a run that finished with ``keep_checkpoints=0`` has none left and is refused
+    (ValueError), as is a checkpoint of another run or one past ``config.steps``.
+    """
+    lock = RunLock(run_dir)  # before anything is read or cut back
+    try:
+        manager = CheckpointManager(run_dir)
+        manager.clean_temporaries()
+        found = manager.load_latest(quarantine=True)
+        if found is None and (run_dir / FINAL_FILE).exists():
+            raise ValueError(f"{run_dir} finished without checkpoints (it ran with keep_checkpoints=0, which "
+                             "removes them at the end), so it cannot be continued: train a new run with "
+                             "more --steps")
+        if found is None:
+            warnings.warn(f"{run_dir} has no checkpoint yet: starting the run from step 0", stacklevel=3)
+            return lock, None
+        path, payload = found
+        check_checkpoint_matches(payload, config, path)
+        done = int(payload["counters"]["env_steps"])
+        if config.steps < done:
+            raise ValueError(f"steps={config.steps} is fewer than the {done} env steps the checkpoint {path.name} "
+                             f"already holds: pass --steps {done} or more")
+        truncate_metrics(run_dir, int(payload["metrics_bytes"]))
+    except BaseException:
+        lock.release()
+        raise
+    return lock, payload
