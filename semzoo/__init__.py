@@ -3,13 +3,16 @@
 The public interface: configs, training, evaluation, and the registries that extend semzoo.
 
 Each name is imported on first use (PEP 562), so ``import semzoo`` and the analysis of finished runs
-(``semzoo.analysis``) load no torch; ``from semzoo import train`` imports the training stack.
+(``semzoo.analysis``) load no torch; ``from semzoo import train`` imports the training stack. Only
+``semzoo.presets`` is imported at once: it installs the preset resolver that ``TrainConfig`` calls.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
+
+from semzoo import presets as _presets  # noqa: F401  installs TrainConfig's preset resolver (no torch)
 
 __version__ = "0.2.0"
 
