@@ -198,7 +198,7 @@ def _forget_episodic_table(trainer, load, state):
 
 def _forget_metric_window(trainer, load, state):
     load(trainer, state)
-    trainer._window, trainer._recent = {}, []  # the training metrics gathered since the last logged row
+    trainer.window.updates, trainer.window.recent = {}, []  # the training metrics gathered since the last logged row
 
 
 RESUME_CHANGES = {
