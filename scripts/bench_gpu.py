@@ -43,8 +43,9 @@ from semzoo.config import TrainConfig
 from semzoo.learners.stacked import StackedUpdate
 from semzoo.run.device import resolve_device
 from semzoo.run.multi import MultiTrainer
-from semzoo.run.rundir import new_run_dir, read_metrics
+from semzoo.run.rundir import new_run_dir
 from semzoo.run.trainer import Trainer
+from semzoo.runfiles import read_metrics
 
 NEVER = 10**12
 """An interval no bench run reaches (no evaluation, no periodic checkpoint inside the timed windows)."""

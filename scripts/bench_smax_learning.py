@@ -22,8 +22,8 @@ from pathlib import Path
 import torch
 
 from semzoo.config import ExplorationConfig, TrainConfig
-from semzoo.run.rundir import read_metrics
 from semzoo.run.trainer import train
+from semzoo.runfiles import read_metrics
 
 TARGET_WIN_RATE = 0.9
 WIN_RATE_METRIC = "test_win_rate"

@@ -40,9 +40,8 @@ import torch
 
 from semzoo.config import TrainConfig
 from semzoo.episodic.memory import memory_names
-from semzoo.learners.batch import CleanBatch
 from semzoo.run.trainer import Trainer
-from semzoo.types import EpisodeBatch
+from semzoo.types import CleanBatch, EpisodeBatch
 
 
 def gru_flops(batch: EpisodeBatch, hidden: int) -> float:

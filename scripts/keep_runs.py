@@ -20,9 +20,10 @@ import shutil
 from pathlib import Path
 
 from semzoo import absolute_metric
-from semzoo.run.protocol import read_absolute
-from semzoo.run.report import load_run, resolve_metric
-from semzoo.run.rundir import ABSOLUTE_FILE, CONFIG_FILE, FINAL_FILE, METRICS_FILE, run_finished
+from semzoo.analysis.protocol import read_absolute
+from semzoo.analysis.report import load_run, resolve_metric
+from semzoo.run.rundir import run_finished
+from semzoo.runfiles import ABSOLUTE_FILE, CONFIG_FILE, FINAL_FILE, METRICS_FILE
 
 KEPT = (CONFIG_FILE, METRICS_FILE, FINAL_FILE, ABSOLUTE_FILE)
 

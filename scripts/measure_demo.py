@@ -27,7 +27,7 @@ def run_one(seed: int, steps: int, out: Path) -> dict[str, object]:
     wall = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"seed {seed} failed: {done.stderr.strip().splitlines()[-1]}")
-    from semzoo.run.rundir import read_metrics
+    from semzoo.runfiles import read_metrics
 
     rows = read_metrics(out / f"seed{seed}")
     win = [(r["env_steps"], r["value"]) for r in rows if r["name"] == "test_win_rate"]

@@ -3,7 +3,7 @@
 Protocol (paper section 6): VDN and QMIX, each with and without SEM, on 2s3z, 3s5z and
 27m_vs_30m; several seeds; greedy test win rate every 10k env steps over 32 episodes. The
 script runs the grid with `semzoo.run.sweep` (embedded local Ray, or a cluster with --address),
-then writes the curves (`semzoo.run.report`) and the score table at the requested steps.
+then writes the curves (`semzoo.analysis.report`) and the score table at the requested steps.
 
 Small version (2 cores, minutes):
     python scripts/reproduce.py --maps 2s3z --algos qmix,sem-qmix --seeds 2 --steps 20000 \
@@ -28,7 +28,7 @@ import json
 import sys
 from pathlib import Path
 
-from semzoo.run.report import load_runs, plot_runs, score_table, table_markdown, write_table_csv
+from semzoo.analysis.report import load_runs, plot_runs, score_table, table_markdown, write_table_csv
 from semzoo.run.stopping import signal_exit_code
 from semzoo.run.sweep import pack_seeds, parse_grid, plan_trials, run_sweep
 
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table_markdown(rows, METRIC))
     print(f"wrote {write_table_csv(rows, out / 'table.csv')}")
     try:
-        from semzoo.run.protocol import report as protocol_report
+        from semzoo.analysis.protocol import report as protocol_report
 
         done = protocol_report(out, table_steps(args.at, args.steps), METRIC, out=out / "report", echo=print)
     except ImportError as err:  # rliable is the semzoo[report] extra

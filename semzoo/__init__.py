@@ -1,29 +1,72 @@
 """semzoo: state-based episodic memory for cooperative multi-agent RL.
 
 The public interface: configs, training, evaluation, and the registries that extend semzoo.
+
+Each name is imported on first use (PEP 562), so ``import semzoo`` and the analysis of finished runs
+(``semzoo.analysis``) load no torch; ``from semzoo import train`` imports the training stack. Only
+``semzoo.presets`` is imported at once: it installs the preset resolver that ``TrainConfig`` calls.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from semzoo import presets as _presets  # noqa: F401  installs TrainConfig's preset resolver (no torch)
 
 __version__ = "0.2.0"
 
-from semzoo.agents.policy import Policy, load_policy
-from semzoo.algos import Algorithm, algorithm_ids, register_algorithm
-from semzoo.config import (
-                           AgentConfig,
-                           CuriosityConfig,
-                           EMCConfig,
-                           EMUConfig,
-                           ExplorationConfig,
-                           LearnerConfig,
-                           MemoryConfig,
-                           MixerConfig,
-                           TrainConfig,
-)
-from semzoo.envs.registry import make_env, register_env
-from semzoo.episodic.memory import Memory, memory_names, register_memory
-from semzoo.mixers.base import Mixer, register_mixer
-from semzoo.run.evaluation import absolute_metric, evaluate_run
-from semzoo.run.multi import resume_seeds, train_seeds
-from semzoo.run.trainer import Trainer, resume, train
+_HOMES = {
+    "Policy": "semzoo.agents.policy", "load_policy": "semzoo.agents.policy",
+    "Algorithm": "semzoo.algos", "algorithm_ids": "semzoo.algos", "register_algorithm": "semzoo.algos",
+    "AgentConfig": "semzoo.config", "CuriosityConfig": "semzoo.config", "EMCConfig": "semzoo.config",
+    "EMUConfig": "semzoo.config", "ExplorationConfig": "semzoo.config", "LearnerConfig": "semzoo.config",
+    "MemoryConfig": "semzoo.config", "MixerConfig": "semzoo.config", "TrainConfig": "semzoo.config",
+    "make_env": "semzoo.envs.registry", "register_env": "semzoo.envs.registry",
+    "Memory": "semzoo.episodic.memory", "memory_names": "semzoo.episodic.memory",
+    "register_memory": "semzoo.episodic.memory",
+    "Mixer": "semzoo.mixers.base", "register_mixer": "semzoo.mixers.base",
+    "absolute_metric": "semzoo.run.evaluation", "evaluate_run": "semzoo.run.evaluation",
+    "resume_seeds": "semzoo.run.multi", "train_seeds": "semzoo.run.multi",
+    "Trainer": "semzoo.run.trainer", "resume": "semzoo.run.trainer", "train": "semzoo.run.trainer",
+}
+"""Public name -> the module that defines it."""
+
+if TYPE_CHECKING:
+    from semzoo.agents.policy import Policy, load_policy
+    from semzoo.algos import Algorithm, algorithm_ids, register_algorithm
+    from semzoo.config import (
+        AgentConfig,
+        CuriosityConfig,
+        EMCConfig,
+        EMUConfig,
+        ExplorationConfig,
+        LearnerConfig,
+        MemoryConfig,
+        MixerConfig,
+        TrainConfig,
+    )
+    from semzoo.envs.registry import make_env, register_env
+    from semzoo.episodic.memory import Memory, memory_names, register_memory
+    from semzoo.mixers.base import Mixer, register_mixer
+    from semzoo.run.evaluation import absolute_metric, evaluate_run
+    from semzoo.run.multi import resume_seeds, train_seeds
+    from semzoo.run.trainer import Trainer, resume, train
+
+
+def __getattr__(name: str) -> Any:
+    """The public name ``name``, imported from its module on first use."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'semzoo' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
 
 __all__ = [
     "AgentConfig", "Algorithm", "CuriosityConfig", "EMCConfig", "EMUConfig", "ExplorationConfig", "LearnerConfig", "Memory", "MemoryConfig", "Mixer", "MixerConfig",

@@ -11,7 +11,7 @@ any other registered with ``semzoo.register_memory``, see semzoo.episodic.memory
 Every mixer registered with ``semzoo.register_mixer(name)`` is a row of its own (trained by the
 plain ``QLearner``), so ``name`` and ``<memory>-name`` for every memory train without further code.
 ``register_algorithm`` adds a row with its own learner (a subclass of ``QLearner`` that overrides
-its hooks). The CLI, ``TrainConfig`` validation, sweeps, ``semzoo algos`` and the matrix-game
+its hooks). The CLI, ``train()`` (``TrainConfig`` knows no table), sweeps, ``semzoo algos`` and the matrix-game
 script all read this table; user code reaches it from the CLI through a plugin module
 (``semzoo.plugins``).
 """

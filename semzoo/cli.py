@@ -218,6 +218,7 @@ def train(ctx: typer.Context, **options: Any) -> None:
 
     With no flags: the README's main job, SEM-QMIX on SMAX 3m for 100k env steps (TrainConfig()).
     """
+    from semzoo.algos import parse_algorithm
     from semzoo.run.device import resolve_device
     from semzoo.run.trainer import train as run_training
 
@@ -246,6 +247,7 @@ def train(ctx: typer.Context, **options: Any) -> None:
                  "(--seeds 0-9 trains ten runs, --seed 3 one)", USAGE_ERROR)
         seeds = _build(parse_seeds, spec=options["seeds"])
     config = _build(TrainConfig.from_dict, data=_config_data(options, TRAIN_FIELDS, TRAIN_FLAGS))
+    _build(parse_algorithm, algo_id=config.algo)  # the algorithm table judges --algo: a usage error
     _build(resolve_device, name=config.device)  # a device this machine lacks is a bad --device: usage error
     _check_env(config)
     _memory_plan(config, runs=len(seeds) if seeds is not None else 1)
@@ -575,7 +577,7 @@ def plot(
 
     Per env, the median and 25-75 % band per algorithm across seeds, plus y / E / Q_tot when logged.
     """
-    from semzoo.run.report import plot_runs
+    from semzoo.analysis.report import plot_runs
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -603,7 +605,7 @@ def table(
 
     A mean or median is n/a unless every env has a value; a table with no value at all is an error.
     """
-    from semzoo.run.report import (
+    from semzoo.analysis.report import (
         SUMMARY_ENVS,
         default_steps,
         furthest_step,
@@ -664,7 +666,7 @@ def report(
     The protocol of Gorsane et al. (2022): IQM and mean with bootstrap CIs, probability of improvement,
     performance profiles, sample-efficiency curves, the paper's table and a marl-eval JSON export.
     """
-    from semzoo.run.protocol import report as protocol_report
+    from semzoo.analysis.protocol import report as protocol_report
 
     steps = _at_steps(at)
     if reps < 1:
@@ -672,7 +674,8 @@ def report(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            done = protocol_report(folder, steps, metric=metric, out=out, reps=reps, absolute=absolute,
+            done = protocol_report(folder, steps, metric=metric, out=out, reps=reps,
+                                   absolute=_compute_absolute() if absolute else None,
                                    echo=lambda line: typer.echo(line, err=True))
         except (ValueError, TypeError) as err:
             _echo_warnings(caught)
@@ -681,6 +684,13 @@ def report(
     typer.echo(done.markdown)
     for path in done.files:
         typer.echo(f"wrote {path}")
+
+
+def _compute_absolute() -> Callable[..., int]:
+    """The training side's re-evaluation of best checkpoints (``report --absolute``): the analysis runs no policy."""
+    from semzoo.run.evaluation import compute_absolute
+
+    return compute_absolute
 
 
 @app.callback()
@@ -792,11 +802,11 @@ def memory_cost(
         format_gb,
         memory_costs,
         paper_n_tables,
-        projection_bytes,
         sizes_of,
         state_keys_bytes,
         storage_comparison,
     )
+    from semzoo.episodic.tables import projection_bytes
 
     explicit = {"--agents": agents, "--actions": actions, "--state-size": state_size}
     given = [flag for flag, value in explicit.items() if value is not None]

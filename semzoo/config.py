@@ -18,7 +18,7 @@ import re
 import textwrap
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,6 +28,15 @@ FLAG = "flag"
 """Key of a field's metadata that names its CLI flag when the field's own name would say too little."""
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 """Device names a config accepts; whether the machine has that device is checked when a run starts."""
+_preset_resolver: Callable[[TrainConfig], None] | None = None
+"""What fills a config's preset fields: ``semzoo.presets.apply_preset``, which installs itself when imported (and
+``semzoo/__init__`` imports it). The preset rules read the algorithm table, which lies above this module."""
+
+
+def install_preset_resolver(resolver: Callable[[TrainConfig], None]) -> None:
+    """Make ``resolver`` fill the preset fields of every TrainConfig built from now on (``semzoo.presets``)."""
+    global _preset_resolver
+    _preset_resolver = resolver
 
 
 @dataclass(frozen=True)
@@ -366,15 +375,11 @@ class TrainConfig:
     def __post_init__(self) -> None:
         check_fields(self)
         if self.preset != "none":
-            from semzoo.presets import apply_preset
-
-            apply_preset(self)
+            assert _preset_resolver is not None, "semzoo.presets installs it when imported (semzoo/__init__.py)"
+            _preset_resolver(self)
         if not DEVICE_PATTERN.fullmatch(self.device):
             raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'; "
                              "'auto' picks a GPU when one is present")
-        from semzoo.algos import parse_algorithm  # the algorithm table is the one judge of an id
-
-        parse_algorithm(self.algo)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -4,7 +4,9 @@ A preset is a list of rules; each names the algorithm ids it applies to and the 
 the authors' file that says so. For an id, the fields of every matching rule are merged (a later rule wins), and
 ``TrainConfig`` fills those of its fields that are left at their defaults; a field given another value keeps
 it. The run directory's config.json holds the preset's name and the fields it resolved to, so a resumed run
-reads the same setup. ``semzoo algos`` prints every rule.
+reads the same setup. ``semzoo algos`` prints every rule. ``TrainConfig`` reaches ``apply_preset`` through the
+resolver this module installs in ``semzoo.config`` when imported (``semzoo/__init__`` imports it): the config is the
+ground floor and imports nothing of semzoo, while the rules read the algorithm table.
 
     authors-smac, <memory->qplex   Qatten transformation, linear lambda heads, 2 updates/episode, target every
                                    100 episodes (200 updates), 100 episodes of burn-in  (wjh720/QPLEX)
@@ -17,6 +19,8 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from semzoo.config import install_preset_resolver
 
 if TYPE_CHECKING:
     from semzoo.algos import AlgorithmId
@@ -83,6 +87,9 @@ def apply_preset(config: TrainConfig) -> None:
         default = next(f.default for f in dataclasses.fields(section) if f.name == name)
         if getattr(section, name) == default and value != default:
             object.__setattr__(config, section_name, dataclasses.replace(section, **{name: value}))
+
+
+install_preset_resolver(apply_preset)  # TrainConfig.__post_init__ calls it; config.py imports nothing of semzoo
 
 
 def describe_presets() -> list[str]:

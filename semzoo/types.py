@@ -1,4 +1,8 @@
-"""Shared data contracts: what a vectorized CTDE env returns and what an episode batch holds.
+"""Shared data contracts: what a vectorized CTDE env returns, what an episode batch holds, and what the loss
+and the episodic memories read of a sampled batch (CleanBatch, OnlineValues).
+
+The ground floor: this module imports nothing of semzoo, so the agents, the learners and the memories can
+all read these types without importing one another.
 
 Shapes use N = parallel envs, B = episodes, T = episode limit, A = agents,
 O = observation size, S = state size, U = actions per agent.
@@ -11,6 +15,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 import torch
+
+NO_ACTION = -1
+"""Last-action id before the first step (encoded as an all-zero one-hot)."""
 
 
 @dataclass
@@ -165,3 +172,83 @@ class EpisodeBatch:
 
     def index(self, idx: torch.Tensor | slice) -> EpisodeBatch:
         return EpisodeBatch(**{name: value[idx] for name, value in self.tensors().items()})
+
+
+@dataclass
+class CleanBatch:
+    """An EpisodeBatch with padding replaced by zeros, plus the masks derived from it.
+
+    Padding can hold anything (NaN, 1e9); every tensor here is finite and identical
+    whatever the padding held, so losses and gradients do not depend on it.
+    """
+
+    obs: torch.Tensor  # [B,T+1,A,O]
+    state: torch.Tensor  # [B,T+1,S]
+    avail: torch.Tensor  # [B,T+1,A,U] bool, all false on padding
+    actions: torch.Tensor  # [B,T,A]
+    last_actions: torch.Tensor  # [B,T+1,A], NO_ACTION at t=0
+    reward: torch.Tensor  # [B,T]
+    terminated: torch.Tensor  # [B,T] float
+    mask: torch.Tensor  # [B,T] float, 1 on real steps
+
+    @classmethod
+    def from_batch(cls, batch: EpisodeBatch) -> CleanBatch:
+        t = batch.reward.shape[1]
+        device = batch.reward.device
+        slot_valid = torch.arange(t + 1, device=device)[None, :] <= batch.length[:, None]  # [B,T+1]
+        filled = batch.filled
+        actions = torch.where(filled[..., None], batch.actions, 0)
+        last_actions = torch.cat([torch.full_like(actions[:, :1], NO_ACTION), actions], dim=1)
+        real = torch.get_default_dtype()  # float32; float64 where the golden runs ask for it (tests/golden_runs.py)
+        return cls(
+            obs=torch.where(slot_valid[..., None, None], batch.obs, 0.0).to(real),
+            state=torch.where(slot_valid[..., None], batch.state, 0.0).to(real),
+            avail=batch.avail & slot_valid[..., None, None],
+            actions=actions,
+            last_actions=last_actions,
+            reward=torch.where(filled, batch.reward, 0.0).to(real),
+            terminated=(batch.terminated & filled).to(real),
+            mask=filled.to(real),
+        )
+
+    def bootstrapped(self, value_BT: torch.Tensor, gamma: float) -> torch.Tensor:
+        """One-step target r_t + gamma (1 - term_t) V_{t+1} of every step: [B,T] (paper eq. 2 and 7).
+
+        A time limit is not a termination, so a truncated step bootstraps like any other.
+        """
+        return self.reward + gamma * (1.0 - self.terminated) * value_BT
+
+    def lambda_returns(self, value_BT: torch.Tensor, gamma: float, td_lambda: float,
+                       reward_BT: torch.Tensor | None = None) -> torch.Tensor:
+        """TD(lambda) targets of every step: [B,T], computed backwards (PyMARL2's ``build_td_lambda_targets``).
+
+            G_t = r_t + gamma (1 - term_t) [(1 - lambda) V_{t+1} + lambda G_{t+1}]
+
+        ``value_BT[:, t]`` is V_{t+1}, the bootstrap value of the state after step t. After the last real step
+        of an episode that did not terminate (a time limit) G_{t+1} is replaced by V_{t+1}, so that step's target
+        is the one-step target; after a real end nothing is bootstrapped. ``reward_BT`` (default: ``reward``)
+        lets a caller add an intrinsic reward. Padding steps hold values that no real step reads. At lambda 0
+        this is ``bootstrapped`` up to rounding. Tensor ops only, so it runs under ``torch.func.vmap``.
+        """
+        reward = self.reward if reward_BT is None else reward_BT
+        n_steps = reward.shape[1]
+        returns: list[torch.Tensor] = []
+        for t in range(n_steps - 1, -1, -1):
+            if t + 1 < n_steps:  # G_{t+1} where step t+1 is real, V_{t+1} after an episode's last step
+                g_next = torch.where(self.mask[:, t + 1] > 0, returns[-1], value_BT[:, t])
+            else:
+                g_next = value_BT[:, t]
+            blended = (1.0 - td_lambda) * value_BT[:, t] + td_lambda * g_next
+            returns.append(reward[:, t] + gamma * (1.0 - self.terminated[:, t]) * blended)
+        return torch.stack(returns[::-1], dim=1)
+
+
+@dataclass(frozen=True)
+class OnlineValues:
+    """One batch through the online networks: what the loss and its hooks (the learner's, the memory's) read."""
+
+    clean: CleanBatch
+    q_BTAU: torch.Tensor
+    """Q_a(tau, u) of every slot and action, [B,T+1,A,U], with gradient."""
+    q_tot_BT: torch.Tensor
+    """Q_tot(tau_t, u_t, s_t) of the taken joint actions, [B,T], with gradient."""

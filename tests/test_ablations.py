@@ -13,8 +13,7 @@ from semzoo.cli import app
 from semzoo.config import LearnerConfig, TrainConfig
 from semzoo.episodic.memory import make_memory
 from semzoo.episodic.tables import make_episodic_memory
-from semzoo.learners.batch import CleanBatch
-from semzoo.types import EpisodeBatch
+from semzoo.types import CleanBatch, EpisodeBatch
 
 
 def _clean(reward_BT, terminated_BT, mask_BT) -> CleanBatch:

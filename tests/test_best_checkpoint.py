@@ -19,8 +19,8 @@ from semzoo.cli import app
 from semzoo.config import AgentConfig, ExplorationConfig, LearnerConfig, TrainConfig
 from semzoo.run.checkpoint import CheckpointManager, load_checkpoint, save_checkpoint
 from semzoo.run.evaluation import absolute_metric
-from semzoo.run.rundir import ABSOLUTE_FILE, BEST_FILE, read_metrics
 from semzoo.run.trainer import Trainer
+from semzoo.runfiles import ABSOLUTE_FILE, BEST_FILE, read_metrics
 
 TESTS_DIR = str(Path(__file__).parent)
 FAKE = "pz:fake_battle_env:parallel_env"

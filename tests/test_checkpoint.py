@@ -16,8 +16,9 @@ from semzoo.run.checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
-from semzoo.run.rundir import TIMING_METRICS, read_metrics, run_finished
+from semzoo.run.rundir import run_finished
 from semzoo.run.trainer import Trainer, resume, train
+from semzoo.runfiles import TIMING_METRICS, read_metrics
 
 MPE = "pz:mpe2.simple_spread_v3:parallel_env"
 
@@ -197,7 +198,7 @@ def _forget_episodic_table(trainer, load, state):
 
 def _forget_metric_window(trainer, load, state):
     load(trainer, state)
-    trainer._window, trainer._recent = {}, []  # the training metrics gathered since the last logged row
+    trainer.window.updates, trainer.window.recent = {}, []  # the training metrics gathered since the last logged row
 
 
 RESUME_CHANGES = {

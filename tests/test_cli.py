@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from semzoo.cli import app
 from semzoo.config import MemoryConfig, TrainConfig, config_fields
-from semzoo.run.rundir import read_metrics
+from semzoo.runfiles import read_metrics
 
 runner = CliRunner()
 

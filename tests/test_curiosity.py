@@ -10,7 +10,7 @@ from test_memory_learner import A, O, U, make_batch
 
 from semzoo.config import AgentConfig, CuriosityConfig, LearnerConfig, TrainConfig
 from semzoo.episodic.curiosity import Curiosity
-from semzoo.learners.batch import CleanBatch
+from semzoo.types import CleanBatch
 
 
 def make_config(**curiosity) -> TrainConfig:

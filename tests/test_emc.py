@@ -17,8 +17,8 @@ from semzoo.config import MemoryConfig, TrainConfig
 from semzoo.episodic.curiosity import Curiosity
 from semzoo.episodic.emc import EMCMemory
 from semzoo.episodic.memory import memory_class
-from semzoo.learners.batch import CleanBatch
-from semzoo.run.rundir import read_metrics
+from semzoo.runfiles import read_metrics
+from semzoo.types import CleanBatch
 
 runner = CliRunner()
 WEIGHT = 0.1

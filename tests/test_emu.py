@@ -17,9 +17,8 @@ from semzoo.cli import app
 from semzoo.config import MemoryConfig, TrainConfig
 from semzoo.episodic.emu import VISIT_EPSILON, EMUMemory
 from semzoo.episodic.memory import memory_class
-from semzoo.learners.batch import CleanBatch
-from semzoo.run.rundir import read_metrics
-from semzoo.types import EpisodeBatch
+from semzoo.runfiles import read_metrics
+from semzoo.types import CleanBatch, EpisodeBatch
 
 GAMMA = 0.9
 S = 3

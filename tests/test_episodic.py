@@ -471,7 +471,7 @@ def test_usage_counts_merges_and_cross_episode_hits_not_self_hits():
     assert memory.metrics()["memory_merge_rate"] == pytest.approx(2 / 6)
     # lookups through the update's path: an entry of one visit is a self-hit, of two a cross hit
     batch = make_batch(np.stack([states[[1, 0, 2]], states[[2, 3, 1]]]), np.ones((2, 2), np.float32), [2, 2])
-    from semzoo.learners.batch import CleanBatch
+    from semzoo.types import CleanBatch
 
     clean = CleanBatch.from_batch(batch)
     clean.terminated.zero_()  # query both steps of each episode: s_1 = states 0 / 3 (merged), s_2 = 2 / 1 (single)

@@ -74,7 +74,7 @@ def test_no_win_rate_when_the_env_does_not_report_battle_won():
 @pytest.mark.parametrize("sequential", [True, False], ids=["sequential", "overlapped"])
 def test_training_logs_test_win_rate_every_test_interval(tmp_path, sequential):
     """Overlapped, the last batch's updates come after the housekeeping at the last step: a closing row follows."""
-    from semzoo.run.rundir import read_metrics
+    from semzoo.runfiles import read_metrics
 
     run_dir, result = train(fake_config(out=str(tmp_path), sequential=sequential), tensorboard=False)
     rows = [r for r in read_metrics(run_dir) if r["name"] == "test_win_rate"]
@@ -110,7 +110,7 @@ def test_test_evaluations_are_scheduled_at_multiples_of_test_interval_without_dr
     """6 env steps per iteration (3 envs x 2-step episodes), tests every 10: due at 10, 20, 30, ... and taken at
     the first iteration at or past each (12, 24, 30, 42, 54, 60, ...); a schedule that counted from the last
     test would slide to 12, 24, 36, 48, ... and take 8 tests where 10 were due."""
-    from semzoo.run.rundir import read_metrics
+    from semzoo.runfiles import read_metrics
 
     config = TrainConfig(env="matrix:two_step", algo="qmix", steps=96, n_envs=3, test_interval=10, test_episodes=2,
                          log_interval=1000, save_interval=0, sequential=sequential, out=str(tmp_path),

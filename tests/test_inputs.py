@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 
 from semzoo.cli import app
 from semzoo.run.checkpoint import CheckpointManager
-from semzoo.run.rundir import LOCK_FILE, run_finished
+from semzoo.run.rundir import run_finished
+from semzoo.runfiles import LOCK_FILE
 
 USAGE_ERROR = 2
 DOMAIN_ERROR = 1

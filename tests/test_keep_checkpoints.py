@@ -19,8 +19,8 @@ from semzoo import evaluate_run, resume, train
 from semzoo.cli import app
 from semzoo.config import AgentConfig, LearnerConfig, TrainConfig
 from semzoo.run.checkpoint import CheckpointError, CheckpointManager
-from semzoo.run.rundir import BEST_FILE, CONFIG_FILE, FINAL_FILE, read_metrics
 from semzoo.run.sweep import plan_trials, run_trial
+from semzoo.runfiles import BEST_FILE, CONFIG_FILE, FINAL_FILE, read_metrics
 
 
 def tiny(out, **kw) -> TrainConfig:

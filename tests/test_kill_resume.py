@@ -13,7 +13,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from semzoo.run.rundir import logged_steps, read_metrics, run_finished
+from semzoo.run.rundir import logged_steps, run_finished
+from semzoo.runfiles import read_metrics
 
 KILLS = 5
 PARALLEL_RUNS = 2

@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from semzoo import TrainConfig, train
+from semzoo.analysis.protocol import SELF_HIT_LIMIT, memory_use
+from semzoo.analysis.report import load_runs
 from semzoo.cli import app
 from semzoo.config import LearnerConfig, MemoryConfig
-from semzoo.run.protocol import SELF_HIT_LIMIT, memory_use
-from semzoo.run.report import load_runs
 
 STEPS = 400
 

@@ -11,11 +11,12 @@ from conftest import NO_ACTOR
 
 from semzoo.agents.rnn import RNNAgent
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
+from semzoo.episodic.memory import episodic_target
 from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
-from semzoo.episodic.target import EpisodicTarget, episodic_target
-from semzoo.learners.q_learner import CleanBatch, QLearner
+from semzoo.episodic.target import EpisodicTarget
+from semzoo.learners.q_learner import QLearner
 from semzoo.mixers.base import make_mixer
-from semzoo.types import EpisodeBatch
+from semzoo.types import CleanBatch, EpisodeBatch
 
 A, O, S, U, T = 2, 3, 4, 3, 5
 GAMMA = 0.9
@@ -324,8 +325,8 @@ def test_padding_that_matches_a_stored_state_changes_nothing():
 def test_sem_run_logs_the_memory_diagnostics_and_the_three_targets(tmp_path):
     """Enough to draw the paper's figure "comparison among different targets" (y, E, Q_tot over training)."""
     from semzoo.config import ExplorationConfig, TrainConfig
-    from semzoo.run.rundir import read_metrics
     from semzoo.run.trainer import train
+    from semzoo.runfiles import read_metrics
 
     config = TrainConfig(**NO_ACTOR, env="matrix:two_step", algo="sem-qmix", steps=400, seed=0, n_envs=8, out=str(tmp_path),
                          test_episodes=8, test_interval=10**9, log_interval=100, device="cpu",

@@ -23,8 +23,8 @@ from semzoo.episodic import memory as registry
 from semzoo.episodic.memory import Memory, memory_class, memory_names, register_memory
 from semzoo.episodic.tables import SAEMTable, SEMTable
 from semzoo.run.multi import train_seeds
-from semzoo.run.rundir import read_metrics
 from semzoo.run.trainer import Trainer
+from semzoo.runfiles import read_metrics
 
 PLUGINS = Path(__file__).parent / "plugins"
 

@@ -22,10 +22,10 @@ import torch
 from golden_runs import ALGOS, golden_config_dict, metric_rows
 
 from semzoo import TrainConfig, resume, resume_seeds, train, train_seeds
-from semzoo.learners.batch import CleanBatch
 from semzoo.learners.stacked import StackedUpdate, pad_batch
 from semzoo.run.multi import parse_seeds
 from semzoo.run.trainer import Trainer
+from semzoo.types import CleanBatch
 
 FIRST_UPDATE_REL = 1e-5
 TRAINING_REL, TRAINING_ABS = 1e-6, 1e-8

@@ -13,13 +13,13 @@ import torch
 
 from semzoo.agents.rnn import RNNAgent
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
+from semzoo.episodic.memory import episodic_target
 from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
-from semzoo.episodic.target import EpisodicTarget, episodic_target
-from semzoo.learners.batch import CleanBatch
+from semzoo.episodic.target import EpisodicTarget
 from semzoo.learners.q_learner import OnlineValues, QLearner
 from semzoo.learners.wqmix import CentralValues, WQMIXLearner
 from semzoo.mixers.base import make_mixer
-from semzoo.types import EpisodeBatch
+from semzoo.types import CleanBatch, EpisodeBatch
 
 A, O, S, U, T = 2, 3, 4, 3, 5
 GAMMA = 0.9

@@ -18,8 +18,9 @@ from test_train import greedy_return, matrix_config
 
 from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
 from semzoo.run.checkpoint import CheckpointManager, load_checkpoint, save_checkpoint
-from semzoo.run.rundir import FINAL_FILE, load_run_config, run_finished
+from semzoo.run.rundir import load_run_config, run_finished
 from semzoo.run.trainer import Trainer, resume, train
+from semzoo.runfiles import FINAL_FILE
 
 ACTING_THREAD = "semzoo-acting"
 GOLDEN = json.loads(GOLDEN_FILE.read_text())

@@ -7,7 +7,7 @@ import math
 import pytest
 from test_protocol import REPS, write_run
 
-from semzoo.run.paper import (
+from semzoo.analysis.paper import (
     PAPER_ALGOS,
     PAPER_BASES,
     PAPER_MAPS,
@@ -20,8 +20,8 @@ from semzoo.run.paper import (
     table_1_markdown,
     table_1_rows,
 )
-from semzoo.run.protocol import report
-from semzoo.run.report import TableRow
+from semzoo.analysis.protocol import report
+from semzoo.analysis.report import TableRow
 
 
 def test_the_paper_tables_are_transcribed_cell_by_cell():

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from semzoo.analysis.report import load_runs, plot_runs, score_table, table_markdown, write_table_csv
 from semzoo.cli import app
 from semzoo.config import TrainConfig
-from semzoo.run.report import load_runs, plot_runs, score_table, table_markdown, write_table_csv
-from semzoo.run.rundir import METRIC_FIELDS
+from semzoo.runfiles import METRIC_FIELDS
 
 STEPS = (0, 100, 200, 300)
 TEST_INTERVAL = 100
@@ -164,7 +164,7 @@ def damage_three_runs(root) -> list:
 
 
 def test_a_damaged_run_directory_is_skipped_with_a_warning_naming_it(runs_root):
-    from semzoo.run.report import SkippedRunWarning
+    from semzoo.analysis.report import SkippedRunWarning
 
     intact = table_values(score_table(load_runs(runs_root), [150, 300]))
     damaged = damage_three_runs(runs_root)
@@ -226,7 +226,7 @@ def test_a_curve_of_one_evaluation_is_drawn_with_markers_a_long_one_without(tmp_
 
 def test_a_curve_stops_at_the_step_every_seed_reached_and_says_so(runs_root, saved_figures):
     """penalty/qmix: seeds 0-2 reached 300, seed 3 stopped at 200; before, the curve went on to 300 on 3 seeds."""
-    from semzoo.run.report import CutCurveWarning, curve
+    from semzoo.analysis.report import CutCurveWarning, curve
 
     runs = load_runs(runs_root)
     penalty_qmix = [r for r in runs if (r.env, r.algo) == ("matrix:penalty", "qmix")]

@@ -12,9 +12,7 @@ from typer.testing import CliRunner
 pytest.importorskip("rliable")
 pytest.importorskip("matplotlib")
 
-from semzoo.cli import app
-from semzoo.config import TrainConfig
-from semzoo.run.protocol import (
+from semzoo.analysis.protocol import (
     ABSOLUTE_FILE,
     ALL_ENVS,
     CURVES_FILE,
@@ -29,8 +27,10 @@ from semzoo.run.protocol import (
     report,
     wall_costs,
 )
-from semzoo.run.report import default_steps, load_runs
-from semzoo.run.rundir import METRIC_FIELDS
+from semzoo.analysis.report import default_steps, load_runs
+from semzoo.cli import app
+from semzoo.config import TrainConfig
+from semzoo.runfiles import METRIC_FIELDS
 
 REPS = 200
 TEST_INTERVAL = 100

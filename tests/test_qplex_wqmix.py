@@ -13,13 +13,12 @@ from typer.testing import CliRunner
 from semzoo.agents.rnn import RNNAgent
 from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
 from semzoo.episodic.tables import SEMTable
-from semzoo.learners.batch import CleanBatch
 from semzoo.learners.wqmix import WQMIXLearner
 from semzoo.mixers.base import make_mixer
 from semzoo.mixers.central import CentralMixer
 from semzoo.mixers.qplex import QPLEXMixer
 from semzoo.run.trainer import Trainer
-from semzoo.types import EpisodeBatch
+from semzoo.types import CleanBatch, EpisodeBatch
 
 NEW_MIXERS = ("qplex", "cw-qmix", "ow-qmix")
 ALL_MIXERS = ("vdn", "qmix", *NEW_MIXERS)

@@ -363,7 +363,7 @@ def test_weighted_qmix_loss_and_weights_match_the_authors(weighting):
                                        weights(learner.target_central_mixer), alpha=0.3, cw=weighting == "cw",
                                        embed=config.embed_dim)
     assert abs(float(ours.detach()) - float(ref.detach())) < TOL
-    from semzoo.learners.batch import CleanBatch
+    from semzoo.types import CleanBatch
 
     clean = CleanBatch.from_batch(make_batch())
     with torch.no_grad():

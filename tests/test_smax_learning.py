@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("jaxmarl")
 
 from semzoo.config import TrainConfig
-from semzoo.run.rundir import read_metrics
 from semzoo.run.trainer import train
+from semzoo.runfiles import read_metrics
 
 pytestmark = [pytest.mark.long, pytest.mark.smax]
 

@@ -22,8 +22,9 @@ from typer.testing import CliRunner
 from semzoo.cli import app
 from semzoo.config import TrainConfig, config_fields
 from semzoo.run.evaluation import SEED_STRIDE, TEST_SEED_OFFSET
-from semzoo.run.rundir import TIMING_METRICS, read_metrics, run_finished
+from semzoo.run.rundir import run_finished
 from semzoo.run.sweep import GRID_KEYS, apply_overrides, pack_seeds, plan_trials, run_packed_trial, run_trial
+from semzoo.runfiles import TIMING_METRICS, read_metrics
 
 ENVS = ["matrix:climbing", "matrix:penalty"]
 FLAKY_ENVS = ["pz:flaky_env:climbing", "pz:flaky_env:penalty"]

@@ -7,8 +7,8 @@ import pytest
 from conftest import NO_ACTOR, record_losses
 
 from semzoo.config import ExplorationConfig, LearnerConfig, TrainConfig
-from semzoo.run.rundir import read_metrics
 from semzoo.run.trainer import Trainer, train
+from semzoo.runfiles import read_metrics
 
 
 def matrix_config(game: str, algo: str, *, steps: int = 3000, uniform: bool = False, seed: int = 0,

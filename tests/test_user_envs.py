@@ -15,7 +15,7 @@ import semzoo
 from semzoo.cli import app
 from semzoo.config import LearnerConfig, TrainConfig
 from semzoo.envs.registry import make_env
-from semzoo.run.rundir import read_metrics
+from semzoo.runfiles import read_metrics
 
 
 class MeetingEnv(ParallelEnv):

@@ -15,8 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from semzoo.agents.rnn import NO_ACTION, RNNAgent
+from semzoo.agents.rnn import RNNAgent
 from semzoo.agents.selection import epsilon_greedy
+from semzoo.types import NO_ACTION
 from semzoo.wrappers.ctde import ACTION_MASK_KEY, AgentLayout
 
 

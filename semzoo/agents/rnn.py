@@ -14,8 +14,6 @@ if TYPE_CHECKING:
 
 MASKED_Q = -1e9
 """Q value given to unavailable actions before an argmax (never enters a loss)."""
-NO_ACTION = -1
-"""Last-action id before the first step (encoded as an all-zero one-hot)."""
 ModuleT = TypeVar("ModuleT", bound=nn.Module)
 
 

@@ -12,38 +12,24 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 from semzoo.episodic.memory import memory_class
-from semzoo.episodic.tables import ACTION_ID_LIMIT, EpisodicMemory, table_nbytes
+from semzoo.episodic.tables import (
+    DEFAULT_CAPACITY,
+    PAPER_PROJ_DIM,
+    check_table_sizes,
+    semzoo_storage_bytes,
+    table_class,
+)
 
 GB = 10**9
 """The paper's GB: 0.029 GB / 1e6 entries = 29 bytes per entry."""
-PAPER_PROJ_DIM = 4
 PAPER_BYTES_PER_ENTRY = 29
 """0.029 GB for 1e6 entries at D = 4 (paper sec. 6)."""
 KEY_BYTES_PER_DIM = 4
 """A float32 per projected dimension; the paper reports D = 4 only, so the
 rest of its 29 bytes (value and bookkeeping) is taken as fixed per entry."""
 PAPER_FIXED_BYTES = PAPER_BYTES_PER_ENTRY - KEY_BYTES_PER_DIM * PAPER_PROJ_DIM
-DEFAULT_CAPACITY = 1_000_000
 PAPER_KINDS = ("sem", "saem")
 """The two memories the paper compares in sec. 6 (``storage_comparison``)."""
-
-
-def table_class(kind: str) -> type[EpisodicMemory]:
-    """The registered memory ``kind`` if it is a table keyed on phi(s) (it has a cost model); ValueError otherwise."""
-    cls = memory_class(kind)
-    if not issubclass(cls, EpisodicMemory):
-        raise ValueError(f"memory {kind!r} is not a table keyed on phi(s) (an EpisodicMemory): it has no table cost model")
-    return cls
-
-
-def _check(kind: str, n_agents: int, n_actions: int, capacity: int | float, proj_dim: int) -> int:
-    table_class(kind)
-    for name, value in (("n_agents", n_agents), ("n_actions", n_actions), ("proj_dim", proj_dim)):
-        if int(value) != value or value <= 0:
-            raise ValueError(f"{name}={value!r} must be a positive int")
-    if int(capacity) != capacity or capacity <= 0:
-        raise ValueError(f"capacity={capacity!r} must be a positive whole number of entries")
-    return int(capacity)
 
 
 def paper_bytes_per_entry(proj_dim: int = PAPER_PROJ_DIM) -> int:
@@ -53,7 +39,7 @@ def paper_bytes_per_entry(proj_dim: int = PAPER_PROJ_DIM) -> int:
 
 def paper_n_tables(kind: str, n_agents: int, n_actions: int) -> int:
     """Lookup tables in the paper's layout: 1 for SEM, |U|^n for SAEM (one per joint action)."""
-    _check(kind, n_agents, n_actions, 1, PAPER_PROJ_DIM)
+    check_table_sizes(kind, n_agents, n_actions, 1, PAPER_PROJ_DIM)
     return table_class(kind).paper_n_tables(int(n_agents), int(n_actions))
 
 
@@ -68,25 +54,8 @@ def paper_storage_bytes(
 
     SEM: 1 * 1e6 * 29 = 0.029 GB; SAEM on 2c_vs_64zg: 70^2 * 1e6 * 29 = 142 GB.
     """
-    n_entries = _check(kind, n_agents, n_actions, capacity, proj_dim)
+    n_entries = check_table_sizes(kind, n_agents, n_actions, capacity, proj_dim)
     return paper_n_tables(kind, n_agents, n_actions) * n_entries * paper_bytes_per_entry(proj_dim)
-
-
-def semzoo_storage_bytes(
-    kind: str,
-    n_agents: int,
-    n_actions: int,
-    capacity: int | float = DEFAULT_CAPACITY,
-    proj_dim: int = PAPER_PROJ_DIM,
-) -> int:
-    """Bytes semzoo's table allocates: one table of `capacity` entries for SEM and for SAEM.
-
-    Equals `make_episodic_memory(kind, ...).nbytes`; SAEM keys add 2 bytes per agent.
-    """
-    n_entries = _check(kind, n_agents, n_actions, capacity, proj_dim)
-    if n_actions > ACTION_ID_LIMIT:
-        raise ValueError(f"n_actions={n_actions} exceeds the {ACTION_ID_LIMIT} action ids a SAEM key can hold")
-    return table_nbytes(n_entries, table_class(kind).key_words_for(proj_dim, int(n_agents)))
 
 
 def storage_comparison(
@@ -101,15 +70,6 @@ def storage_comparison(
         for layout, fn in (("paper", paper_storage_bytes), ("semzoo", semzoo_storage_bytes))
         for kind in PAPER_KINDS
     }
-
-
-PROJECTION_BYTES_PER_ENTRY = 8
-"""semzoo draws V as float64 (numpy's standard_normal) and projects in float64."""
-
-
-def projection_bytes(proj_dim: int, state_dim: int) -> int:
-    """Bytes of the random projection V (D x F float64), shared by SEM and SAEM."""
-    return proj_dim * state_dim * PROJECTION_BYTES_PER_ENTRY
 
 
 STATE_KEY_BYTES_PER_DIM = 4

@@ -46,7 +46,7 @@ from semzoo.agents.rnn import MASKED_Q, RNNAgent
 
 if TYPE_CHECKING:
     from semzoo.config import AgentConfig, CuriosityConfig, LearnerConfig, TrainConfig
-    from semzoo.learners.batch import CleanBatch
+    from semzoo.types import CleanBatch
 
 CURIOSITY_STREAM = 0xC0210
 """Spawn key of the curiosity's network initialisation under the run seed, apart from every other stream."""

@@ -54,9 +54,7 @@ from semzoo.episodic.target import scatter
 
 if TYPE_CHECKING:
     from semzoo.config import TrainConfig
-    from semzoo.learners.batch import CleanBatch
-    from semzoo.learners.q_learner import OnlineValues
-    from semzoo.types import EpisodeBatch
+    from semzoo.types import CleanBatch, EpisodeBatch, OnlineValues
 
 PROJECTION_STREAM = 0xE3C
 """Spawn key of the projection M under the run seed."""

@@ -61,8 +61,7 @@ from semzoo.episodic.target import scatter
 
 if TYPE_CHECKING:
     from semzoo.config import TrainConfig
-    from semzoo.learners.batch import CleanBatch
-    from semzoo.types import EpisodeBatch
+    from semzoo.types import CleanBatch, EpisodeBatch
 
 VISIT_EPSILON = 1e-3
 """N_d / (N + 0.001): EMU's epsilon in the desirable share of an entry's visits."""

@@ -32,7 +32,7 @@ from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, next_s
 
 if TYPE_CHECKING:
     from semzoo.config import TrainConfig
-    from semzoo.learners.batch import CleanBatch
+    from semzoo.types import CleanBatch
 
 
 @register_memory("mc")

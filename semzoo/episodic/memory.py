@@ -3,7 +3,7 @@
 A memory is a class registered under a name with ``@semzoo.register_memory("name")``; the name is the
 prefix of the algorithm ids ``name-<base>`` (``sem-qmix``, ``saem-vdn``; semzoo.algos). The trainer,
 the multi-seed group and the learner call the hooks below and never branch on a memory's name, so a new
-memory is one file (a plugin module, or ``episodic/<name>.py`` plus its import in ``_BUILTIN``).
+memory is one file (a plugin module, or ``episodic/<name>.py`` plus its name and module in ``_BUILTIN``).
 
 The hooks, in the order a run calls them (shapes: B episodes, T steps, D state-key words):
 
@@ -47,7 +47,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from semzoo.plugins import check_free
+from semzoo.plugins import check_free, load_plugins
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,14 +55,14 @@ if TYPE_CHECKING:
 
     from semzoo.config import TrainConfig
     from semzoo.episodic.target import EpisodicTarget
-    from semzoo.learners.batch import CleanBatch
-    from semzoo.learners.q_learner import OnlineValues
-    from semzoo.types import EpisodeBatch
+    from semzoo.types import CleanBatch, EpisodeBatch, OnlineValues
 
 NO_MEMORY = "none"
 """The memory of a plain id (``qmix``): a name no memory can take."""
-_BUILTIN = ("semzoo.episodic.tables", "semzoo.episodic.emc", "semzoo.episodic.emu", "semzoo.episodic.mc")
-"""Modules whose import registers the built-in memories (SEM, SAEM, EMC, EMU and the own-return ablation mc)."""
+_BUILTIN = {"sem": "semzoo.episodic.tables", "saem": "semzoo.episodic.tables", "emc": "semzoo.episodic.emc",
+            "emu": "semzoo.episodic.emu", "mc": "semzoo.episodic.mc"}
+"""The built-in memories by name (SEM, SAEM, EMC, EMU and the own-return ablation mc), and the module whose
+import registers each (its ``@register_memory``)."""
 
 
 class Memory(ABC):
@@ -210,14 +210,26 @@ def register_memory(name: str, *, replace: bool = False) -> Callable[[M], M]:
 
 
 def _import_builtin() -> None:
-    for module in _BUILTIN:
+    for module in dict.fromkeys(_BUILTIN.values()):
         importlib.import_module(module)  # runs its @register_memory decorators
 
 
 def memory_names() -> list[str]:
     """The registered memories, built-in ones first, then in registration order."""
     _import_builtin()
-    return sorted(_REGISTRY, key=lambda name: _REGISTRY[name].__module__ not in _BUILTIN)  # stable: built-in first
+    builtin = set(_BUILTIN.values())
+    return sorted(_REGISTRY, key=lambda name: _REGISTRY[name].__module__ not in builtin)  # stable: built-in first
+
+
+def memory_of(algo_id: str) -> str:
+    """The memory an algorithm id names by its prefix (``sem-qmix`` -> ``sem``), ``NO_MEMORY`` for a plain id.
+
+    Imports no memory module (the built-in names are known, plugins are loaded), so the analysis of finished
+    runs reads it without torch. For an id the algorithm table accepts it is ``parse_algorithm(id).memory``.
+    """
+    load_plugins()
+    prefix, sep, _ = algo_id.partition("-")
+    return prefix if sep and (prefix in _BUILTIN or prefix in _REGISTRY) else NO_MEMORY
 
 
 def memory_class(name: str) -> type[Memory]:
@@ -236,4 +248,18 @@ def make_memory(name: str, config: TrainConfig, *, state_dim: int, n_agents: int
                                           obs_dim=obs_dim)
 
 
-__all__ = ["NO_MEMORY", "Memory", "make_memory", "memory_class", "memory_names", "register_memory"]
+def episodic_target(memory: Memory, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor, *,
+                    gamma: float, miss_rule: str) -> EpisodicTarget | None:
+    """E for every step of ``clean``: the memory's ``lookup_batch`` (states projected here) then ``combine_target``."""
+    import torch
+
+    from semzoo.episodic.target import check_miss_rule
+
+    check_miss_rule(miss_rule)
+    with torch.no_grad():
+        return memory.combine_target(memory.lookup_batch(clean, None), clean, y_BT, next_value_BT, gamma=gamma,
+                                     miss_rule=miss_rule)
+
+
+__all__ = ["NO_MEMORY", "Memory", "episodic_target", "make_memory", "memory_class", "memory_names", "memory_of",
+           "register_memory"]

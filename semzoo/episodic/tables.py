@@ -25,7 +25,7 @@ from semzoo.types import EpisodeBatch
 
 if TYPE_CHECKING:
     from semzoo.config import TrainConfig
-    from semzoo.learners.batch import CleanBatch
+    from semzoo.types import CleanBatch
 
 # ---------------------------------------------------------------- table layout
 BUCKET_SLOTS = 16
@@ -99,6 +99,58 @@ def sem_key_words(proj_dim: int) -> int:
 def saem_key_words(proj_dim: int, n_agents: int) -> int:
     """32-bit words in a SAEM key: phi(s) then the action ids, 16 bits each."""
     return proj_dim + (n_agents + 1) // 2
+
+
+# ---------------------------------------------------------------- bytes (the memory plan; semzoo.episodic.cost)
+DEFAULT_CAPACITY = 1_000_000
+"""|Q^S| of the paper's storage figures (sec. 6)."""
+PAPER_PROJ_DIM = 4
+"""D of the paper's storage figures (sec. 6)."""
+
+
+def table_class(kind: str) -> type[EpisodicMemory]:
+    """The registered memory ``kind`` if it is a table keyed on phi(s) (it has a cost model); ValueError otherwise."""
+    cls = memory_class(kind)
+    if not issubclass(cls, EpisodicMemory):
+        raise ValueError(f"memory {kind!r} is not a table keyed on phi(s) (an EpisodicMemory): it has no table cost model")
+    return cls
+
+
+def check_table_sizes(kind: str, n_agents: int, n_actions: int, capacity: int | float, proj_dim: int) -> int:
+    """The capacity as an int, after a ValueError for a ``kind`` that is no table or a size that is not positive."""
+    table_class(kind)
+    for name, value in (("n_agents", n_agents), ("n_actions", n_actions), ("proj_dim", proj_dim)):
+        if int(value) != value or value <= 0:
+            raise ValueError(f"{name}={value!r} must be a positive int")
+    if int(capacity) != capacity or capacity <= 0:
+        raise ValueError(f"capacity={capacity!r} must be a positive whole number of entries")
+    return int(capacity)
+
+
+def semzoo_storage_bytes(
+    kind: str,
+    n_agents: int,
+    n_actions: int,
+    capacity: int | float = DEFAULT_CAPACITY,
+    proj_dim: int = PAPER_PROJ_DIM,
+) -> int:
+    """Bytes semzoo's table allocates: one table of `capacity` entries for SEM and for SAEM.
+
+    Equals `make_episodic_memory(kind, ...).nbytes`; SAEM keys add 2 bytes per agent.
+    """
+    n_entries = check_table_sizes(kind, n_agents, n_actions, capacity, proj_dim)
+    if n_actions > ACTION_ID_LIMIT:
+        raise ValueError(f"n_actions={n_actions} exceeds the {ACTION_ID_LIMIT} action ids a SAEM key can hold")
+    return table_nbytes(n_entries, table_class(kind).key_words_for(proj_dim, int(n_agents)))
+
+
+PROJECTION_BYTES_PER_ENTRY = 8
+"""semzoo draws V as float64 (numpy's standard_normal) and projects in float64."""
+
+
+def projection_bytes(proj_dim: int, state_dim: int) -> int:
+    """Bytes of the random projection V (D x F float64), shared by SEM and SAEM."""
+    return proj_dim * state_dim * PROJECTION_BYTES_PER_ENTRY
 
 
 def _mix64(h_K: np.ndarray) -> np.ndarray:
@@ -500,8 +552,6 @@ class EpisodicMemory(Memory, ABC):
     @classmethod
     def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
         """The table at its capacity and the projection V (what ``semzoo memory-cost`` reports)."""
-        from semzoo.episodic.cost import projection_bytes, semzoo_storage_bytes
-
         m = config.memory
         return (semzoo_storage_bytes(cls.name, n_agents, n_actions, capacity=m.capacity, proj_dim=m.proj_dim)
                 + projection_bytes(m.proj_dim, state_dim))

@@ -11,7 +11,7 @@ Two phases, hooks of each memory (semzoo.episodic.memory): ``lookup_batch`` quer
 batched query, a table access for LFU eviction) and needs no network; ``combine_target`` forms E from its
 answers with tensor ops only, so the loss can run under ``torch.func.vmap`` over many runs
 (semzoo.learners.stacked). SEM's and SAEM's are in semzoo.episodic.tables; this module holds what they
-share. ``episodic_target`` is the two in a row.
+share. ``semzoo.episodic.memory.episodic_target`` is the two in a row.
 """
 
 from __future__ import annotations
@@ -22,10 +22,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from semzoo.learners.batch import CleanBatch
-
 if TYPE_CHECKING:
-    from semzoo.episodic.memory import Memory
+    from semzoo.types import CleanBatch
 
 MISS_RULES = ("target", "zero")
 
@@ -88,15 +86,6 @@ def next_state_target(lookup: TableLookup, clean: CleanBatch, next_value_BT: tor
     return e_BT, lookup.hit_BT | (clean.terminated > 0)
 
 
-@torch.no_grad()
-def episodic_target(memory: Memory, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor, *,
-                    gamma: float, miss_rule: str) -> EpisodicTarget | None:
-    """E for every step of ``clean``: the memory's ``lookup_batch`` (states projected here) then ``combine_target``."""
-    check_miss_rule(miss_rule)
-    return memory.combine_target(memory.lookup_batch(clean, None), clean, y_BT, next_value_BT, gamma=gamma,
-                                 miss_rule=miss_rule)
-
-
 def scatter(values_K: np.ndarray, flat_K: np.ndarray, like_BT: torch.Tensor) -> torch.Tensor:
     """values [K] at the flat (row-major) indices ``flat_K`` of a [B,T] tensor like ``like_BT``, 0 elsewhere."""
     out = np.zeros(like_BT.numel(), np.float32)
@@ -104,5 +93,5 @@ def scatter(values_K: np.ndarray, flat_K: np.ndarray, like_BT: torch.Tensor) -> 
     return torch.from_numpy(out.reshape(like_BT.shape)).to(device=like_BT.device, dtype=like_BT.dtype)
 
 
-__all__ = ["MISS_RULES", "EpisodicTarget", "TableLookup", "applying", "check_miss_rule", "episodic_target",
-           "next_state_target", "scatter"]
+__all__ = ["MISS_RULES", "EpisodicTarget", "TableLookup", "applying", "check_miss_rule", "next_state_target",
+           "scatter"]

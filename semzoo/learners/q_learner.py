@@ -28,9 +28,9 @@ from torch import nn
 from semzoo.agents.rnn import MASKED_Q, RNNAgent, flatten_rnns, one_hot
 from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
 from semzoo.episodic.memory import NO_MEMORY, Memory
-from semzoo.learners.batch import CleanBatch, bucketed
+from semzoo.learners.batch import bucketed
 from semzoo.mixers.base import Mixer
-from semzoo.types import EpisodeBatch
+from semzoo.types import CleanBatch, EpisodeBatch, OnlineValues
 
 UNDEFINED_STAT = float("nan")
 """A diagnostic with no value for a batch (``target_e_hit`` when the table answered no step); not logged."""
@@ -40,17 +40,6 @@ def stats_to_floats(stats: dict[str, torch.Tensor]) -> dict[str, float]:
     """The loss's 0-d tensor diagnostics as logged floats, those undefined for the batch left out."""
     floats = {name: float(value) for name, value in stats.items()}
     return {name: value for name, value in floats.items() if not (name == "target_e_hit" and math.isnan(value))}
-
-
-@dataclass(frozen=True)
-class OnlineValues:
-    """One batch through the online networks: what the loss and its hooks read."""
-
-    clean: CleanBatch
-    q_BTAU: torch.Tensor
-    """Q_a(tau, u) of every slot and action, [B,T+1,A,U], with gradient."""
-    q_tot_BT: torch.Tensor
-    """Q_tot(tau_t, u_t, s_t) of the taken joint actions, [B,T], with gradient."""
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ from torch import nn
 from torch.func import functional_call, vmap
 
 from semzoo.agents.rnn import RNNAgent
-from semzoo.learners.batch import CleanBatch, pad_batch
+from semzoo.learners.batch import pad_batch
 from semzoo.learners.q_learner import QLearner, stats_to_floats
-from semzoo.types import EpisodeBatch
+from semzoo.types import CleanBatch, EpisodeBatch
 
 PAD_RATIO = 1.5
 """Batches longer than this times the shortest of a vmapped call go to another call: padding costs compute

@@ -26,10 +26,10 @@ from torch import nn
 from semzoo.agents.rnn import MASKED_Q, RNNAgent, flatten_rnns
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
 from semzoo.episodic.memory import Memory
-from semzoo.learners.batch import CleanBatch
 from semzoo.learners.q_learner import OnlineValues, QLearner, TargetLoss
 from semzoo.mixers.base import Mixer
 from semzoo.mixers.central import CentralMixer
+from semzoo.types import CleanBatch
 
 WEIGHTINGS = ("cw", "ow")
 

@@ -1,1 +1,1 @@
-"""Running experiments: trainer, episode runner, evaluation, run directory, checkpoints, sweeps, reports."""
+"""Training: trainer, episode runner, evaluation, run directory, checkpoints, sweeps (the analysis of finished runs is semzoo.analysis)."""

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 import traceback
+import warnings
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -42,6 +43,23 @@ CLOSE_TIMEOUT_S = 5.0
 
 class ActorStartError(RuntimeError):
     """The actor process could not build its envs or agent (the trainer then collects on a thread)."""
+
+
+def start_or_fall_back(actor: ActorProcess) -> ActorProcess | None:
+    """``actor`` started (seconds: its imports, envs and, for SMAX, a JAX compile), or None to collect on a thread.
+
+    An actor that cannot build the run's envs or agent (an env registered with ``register_env`` in code a new
+    process does not import, e.g. a script's own module) falls back to the thread with a warning; the run is the
+    same either way.
+    """
+    try:
+        actor.start()
+    except ActorStartError as err:
+        warnings.warn(f"{err}; collecting on a thread instead (the same run, but acting and learning then share "
+                      f"one core: the GIL). Register the env in a plugin module (--plugin / SEMZOO_PLUGINS) so "
+                      f"new processes know it", stacklevel=4)  # the trainer's loop, as the trainer warned it
+        return None
+    return actor
 
 
 class ActorProcess:

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from semzoo.config import TrainConfig
 from semzoo.run.checkpoint import write_atomic
-from semzoo.run.rundir import ABSOLUTE_FILE, load_best, load_trained
+from semzoo.run.rundir import load_best, load_trained
 from semzoo.run.runner import EpisodeRunner
+from semzoo.runfiles import ABSOLUTE_FILE, BEST_FILE
+
+if TYPE_CHECKING:
+    from semzoo.analysis.report import RunSeries
 
 TEST_SEED_OFFSET = 1_000_000_007
 """Test episodes draw env seeds from a stream disjoint from training's."""
@@ -40,6 +45,53 @@ class EvalResult:
         if self.win_rate is not None:
             out[f"{prefix}win_rate"] = self.win_rate
         return out
+
+
+BEST_METRICS = ("test_win_rate", "test_return_mean")
+"""The score of the best policy: the first of these the evaluation reports (win rate where the env reports wins)."""
+BEST_TIEBREAK = "test_return_mean"
+"""Breaks a tie on the best metric (equal win rates): the evaluation with the higher test return wins."""
+
+
+class BestPolicy:
+    """The best test evaluation of a run so far and its agent's parameters: what ``best.ckpt`` holds.
+
+    The absolute metric re-evaluates that agent (``absolute_metric``). The record is part of a run's checkpoint
+    state, so a resumed run ends with the same ``best.ckpt`` as an uninterrupted one. Keeping it reads no random
+    stream.
+    """
+
+    def __init__(self) -> None:
+        self.record: dict[str, Any] | None = None
+        """step, updates, score, tiebreak, metric and the agent's parameters (on the CPU); None before a test."""
+
+    def offer(self, metrics: dict[str, float], agent: torch.nn.Module, *, step: int, updates: int) -> bool:
+        """After an evaluation: when its score beats the best so far, keep ``agent``'s parameters; True when kept.
+
+        A tie on the score is broken by ``BEST_TIEBREAK`` (the test return): a run that never wins scores 0 at
+        every evaluation, and "the earlier" would keep its first, untrained agent. A full tie keeps the earlier.
+        A best record from a checkpoint written before the tie-break (no ``tiebreak``) counts as NaN: a tie
+        with it keeps it.
+        """
+        metric = next(name for name in BEST_METRICS if name in metrics)
+        score = float(metrics[metric])
+        tiebreak = float(metrics.get(BEST_TIEBREAK, math.nan))
+        best = self.record
+        if math.isnan(score):
+            return False
+        if best is not None and best["metric"] == metric and (
+                score < best["score"] or (score == best["score"] and not tiebreak > best.get("tiebreak", math.nan))):
+            return False
+        parameters = {name: value.detach().to("cpu", copy=True) for name, value in agent.state_dict().items()}
+        self.record = {"step": step, "updates": updates, "score": score, "tiebreak": tiebreak, "metric": metric,
+                       "agent": parameters}
+        return True
+
+    def payload(self, config: TrainConfig) -> dict[str, Any] | None:
+        """The content of ``best.ckpt``: what ``evaluate_run(best=True)`` needs, with the run's identity."""
+        if self.record is None:
+            return None
+        return {"env": config.env, "algo": config.algo, "config": config.to_dict(), **self.record}
 
 
 def greedy_episodes(runner: EpisodeRunner, n_episodes: int, seeds: Callable[[int], int],
@@ -134,6 +186,27 @@ def absolute_metric(run_dir: str | Path, *, factor: int = ABSOLUTE_FACTOR, devic
               "best_metric": key["best_metric"], "best_score": key["best_score"]}
     write_atomic(cache, json.dumps(record, indent=2).encode())
     return record
+
+
+def compute_absolute(runs: Sequence[RunSeries], echo: Callable[[str], None] = print) -> int:
+    """Re-evaluate each run's best checkpoint into its ``absolute.json``; returns how many runs have one.
+
+    The one part of ``semzoo report`` that re-runs policies (``--absolute``): the analysis
+    (``semzoo.analysis.protocol.report``) takes it as its ``absolute`` argument and imports no training.
+
+    A run without ``best.ckpt`` (trained before semzoo kept best checkpoints, or stopped before its first
+    evaluation) is left out of the absolute metric with one line naming it, so older runs still report.
+    """
+    done = 0
+    for i, run in enumerate(runs, 1):
+        if not (Path(run.run_dir) / BEST_FILE).exists():
+            echo(f"absolute metric: {run.run_dir} has no {BEST_FILE}; left out")
+            continue
+        record = absolute_metric(run.run_dir)
+        done += 1
+        echo(f"absolute metric {i}/{len(runs)}: {run.env} {run.algo} seed {run.seed}, best at "
+             f"{record['step']:,} env steps, {record['episodes']} episodes")
+    return done
 
 
 def eval_env_seeds(run_seed: int, n_envs: int, seed: int | None = None, start: int = 0) -> Callable[[int], int]:

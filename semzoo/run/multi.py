@@ -167,7 +167,7 @@ class MultiTrainer:
         clock = time.perf_counter()
         wall_at_start = {id(t): t.counters.wall_time for t in self.trainers}
         for t in self.trainers:
-            t._window_clock, t._window_steps = clock, t.counters.env_steps
+            t.window.restart_clock(clock, t.counters.env_steps)
         done = [t.counters.env_steps >= t.config.steps for t in self.trainers]
         while not all(done):
             active = [t for t, finished in zip(self.trainers, done) if not finished]
@@ -175,13 +175,13 @@ class MultiTrainer:
             for t in active:
                 t0 = time.perf_counter()
                 stats.append(t.collect())
-                t._add_time("time_collect_s", time.perf_counter() - t0)
+                t.window.add_time("time_collect_s", time.perf_counter() - t0)
                 t.owe_updates(len(stats[-1].returns))
             t0 = time.perf_counter()
             self._learn(active)
             for t in active:
                 t.finish_learning()
-                t._add_time("time_learn_s", (time.perf_counter() - t0) / len(active))  # the group's time, shared
+                t.window.add_time("time_learn_s", (time.perf_counter() - t0) / len(active))  # the group's time, shared
             for t, rollout in zip(active, stats):
                 t.end_iteration(rollout, wall_at_start[id(t)] + time.perf_counter() - clock)
             self._save_together(active)

@@ -1,50 +1,51 @@
-"""The run directory: one folder per run, and the only module that knows its layout.
+"""The run directory as training writes it: one folder per run, held by one process (``RunLock``), with its
+metrics writer, checkpoints, best agent and final record. Its layout, and the readers the analysis of finished
+runs shares, are in ``semzoo.runfiles``.
 
-    <run_dir>/config.json     the resolved TrainConfig (``TrainConfig.to_dict``)
-    <run_dir>/metrics.csv     long format: env_steps, episodes, updates, wall_time, name, value
-    <run_dir>/checkpoints/    the last ``keep_checkpoints`` checkpoints (``semzoo.run.checkpoint``)
-    <run_dir>/best.ckpt       the agent of the best test evaluation so far: agent parameters, its env step,
-                              score and metric (a checkpoint file, no replay buffer; ``write_best``)
-    <run_dir>/absolute.json   the best agent re-evaluated on 10x the test episodes (``absolute_metric``)
-    <run_dir>/tensorboard/    TensorBoard events (when tensorboard is installed)
-    <run_dir>/final.json      written once the run has finished
-    <run_dir>/.lock           held (flock) by the one process writing the run
-
-Resuming cuts metrics.csv back to the size recorded in the checkpoint, so no row is written twice.
-"""
+Resuming cuts metrics.csv back to the size recorded in the checkpoint, so no row is written twice."""
 
 from __future__ import annotations
 
 import contextlib
 import csv
 import errno
-import functools
+import importlib.util
 import json
 import os
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from semzoo.config import TrainConfig
-from semzoo.run.checkpoint import CheckpointError, CheckpointManager, load_checkpoint, save_checkpoint
+from semzoo.run.checkpoint import CheckpointError, CheckpointManager, load_checkpoint, save_checkpoint, write_atomic
+from semzoo.runfiles import (
+    BEST_FILE,
+    CONFIG_FILE,
+    FINAL_FILE,
+    LOCK_FILE,
+    METRIC_FIELDS,
+    METRICS_FILE,
+    TENSORBOARD_DIR,
+    read_run_config,
+    stored_config_dict,
+)
 
-METRIC_FIELDS = ("env_steps", "episodes", "updates", "wall_time", "name", "value")
-CONFIG_FILE = "config.json"
-METRICS_FILE = "metrics.csv"
-FINAL_FILE = "final.json"
-BEST_FILE = "best.ckpt"
-ABSOLUTE_FILE = "absolute.json"
-LOCK_FILE = ".lock"
-TENSORBOARD_DIR = "tensorboard"
-TIMING_METRICS = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "test_time_s", "checkpoint_time_s",
-                            "checkpoint_mb"})
-"""Metrics that measure the machine, not the learning: they differ between identical runs."""
 RESUME_IGNORED_FIELDS = frozenset({"steps", "keep_checkpoints", "out", "run_name", "device"})
 """Config fields a resumed run may change: the others must match the checkpoint's."""
-STORED_BEFORE = {"sequential": True}
-"""Fields added after 0.2 whose default would change a stored run, with the value such a run was trained with:
-a config.json or checkpoint without the key ran that way (0.2 collected and learned one after the other)."""
 
+
+def load_run_config(run_dir: str | Path) -> TrainConfig:
+    """The resolved config stored in a run directory, its algorithm id judged by the algorithm table (a plugin's
+    id needs its plugin); ValueError naming the problem otherwise."""
+    from semzoo.algos import parse_algorithm
+
+    config = read_run_config(run_dir)
+    try:
+        parse_algorithm(config.algo)
+    except ValueError as err:
+        raise ValueError(f"{Path(run_dir) / CONFIG_FILE} is not a valid semzoo config: {str(err).splitlines()[0]}") from None
+    return config
 
 class RunLockedError(ValueError):
     """Another process is writing this run directory."""
@@ -102,6 +103,18 @@ class MetricsLogger:
             self._writer.writerow(METRIC_FIELDS)
             self._file.flush()
         self.extra_sinks: list[Callable[[str, float, int], None]] = []
+        self._tensorboard: Any = None
+
+    def add_tensorboard(self, log_dir: Path, *, purge_step: int | None) -> None:
+        """Also write every row as TensorBoard events (the names of metrics.csv, indexed by env steps).
+
+        ``purge_step``: a resumed run drops the events a killed run wrote past its checkpoint.
+        """
+        from torch.utils.tensorboard import SummaryWriter
+
+        writer = SummaryWriter(log_dir=str(log_dir), purge_step=purge_step)
+        self._tensorboard = writer
+        self.extra_sinks.append(lambda name, value, step: writer.add_scalar(name, value, step))
 
     def log(self, metrics: dict[str, float], *, env_steps: int, episodes: int, updates: int, wall_time: float) -> None:
         for name, value in metrics.items():
@@ -117,6 +130,9 @@ class MetricsLogger:
 
     def close(self) -> None:
         self._file.close()
+        if self._tensorboard is not None:
+            self._tensorboard.close()
+            self._tensorboard = None
 
 
 def truncate_metrics(run_dir: str | Path, nbytes: int) -> None:
@@ -125,39 +141,6 @@ def truncate_metrics(run_dir: str | Path, nbytes: int) -> None:
     if path.exists() and path.stat().st_size > nbytes:
         with path.open("r+b") as f:
             f.truncate(nbytes)
-
-
-def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
-    """The rows of a run's metrics.csv with numbers parsed; a half-written last row (killed run) is skipped."""
-    rows = []
-    with (Path(run_dir) / METRICS_FILE).open(newline="") as f:
-        for r in csv.DictReader(f):
-            try:
-                rows.append({"env_steps": int(r["env_steps"]), "episodes": int(r["episodes"]),
-                             "updates": int(r["updates"]), "wall_time": float(r["wall_time"]), "name": r["name"],
-                             "value": float(r["value"])})
-            except (TypeError, ValueError):
-                continue
-    return rows
-
-
-def load_run_config(run_dir: str | Path) -> TrainConfig:
-    """The resolved config stored in a run directory; ValueError naming the problem otherwise."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise ValueError(f"run directory {str(run_dir)!r} does not exist: expected a folder made by `semzoo train`")
-    path = run_dir / CONFIG_FILE
-    if not path.exists():
-        raise ValueError(f"{run_dir} has no {CONFIG_FILE}: expected a run directory made by `semzoo train`")
-    try:
-        return TrainConfig.from_dict(stored_config_dict(json.loads(path.read_text())))
-    except (json.JSONDecodeError, TypeError, ValueError) as err:
-        raise ValueError(f"{path} is not a valid semzoo config: {str(err).splitlines()[0]}") from None
-
-
-def stored_config_dict(data: dict[str, Any]) -> dict[str, Any]:
-    """A config dict read from a run directory, with the fields it predates set as it was trained (``STORED_BEFORE``)."""
-    return {**STORED_BEFORE, **data} if isinstance(data, dict) else data
 
 
 def check_checkpoint_matches(payload: dict[str, Any], config: TrainConfig, where: Path) -> None:
@@ -248,8 +231,6 @@ def run_finished(run_dir: str | Path, steps: int | None = None) -> bool:
 
 def write_final(run_dir: Path, final: dict[str, Any]) -> None:
     """Mark the run finished: ``final.json`` with its counters and last evaluation."""
-    from semzoo.run.checkpoint import write_atomic
-
     write_atomic(run_dir / FINAL_FILE, json.dumps(final, indent=2).encode())
 
 
@@ -258,79 +239,6 @@ def default_run_name(config: TrainConfig, variant: Sequence[str] = ()) -> str:
     settings it varies (``setting_text``, those off the defaults) before the seed: ``smax_2s3z_sem-qmix_lam=0.3_seed0``."""
     safe_env = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in config.env)
     return "_".join([safe_env, config.algo, *variant, f"seed{config.seed}"])
-
-
-@functools.cache
-def _setting_names() -> dict[str, str]:
-    """Config key -> the name a label shows: the field's own name, or its key where two sections share it."""
-    from semzoo.config import config_fields
-
-    fields = [f for f in config_fields() if f.section is not None]
-    counts: dict[str, int] = {}
-    for f in fields:
-        counts[f.name] = counts.get(f.name, 0) + 1
-    return {f.key: f.name if counts[f.name] == 1 else f.key for f in fields}
-
-
-def setting_name(key: str) -> str:
-    """The name labels and run names give a config key (``memory.lam`` -> ``lam``)."""
-    return _setting_names().get(key, key)
-
-
-def setting_text(key: str, value: Any) -> str:
-    """``name=value`` of one config setting as labels and run names show it (``lam=0.3``, ``miss_rule=zero``)."""
-    shown = f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else json.dumps(value)
-    return f"{setting_name(key)}={shown.strip(chr(34))}"
-
-
-def run_variant(config: TrainConfig) -> dict[str, Any]:
-    """The run's section settings (agent, mixer, memory, learner, exploration) that differ from the defaults, key
-    -> value in the config's order; memory settings only for an algorithm with episodic memory."""
-    from semzoo.algos import parse_algorithm
-    from semzoo.config import config_fields
-
-    has_memory = parse_algorithm(config.algo).has_memory
-    data = config.to_dict()
-    out = {}
-    for f in config_fields():
-        if f.section is None or (f.section == "memory" and not has_memory):
-            continue
-        value = data[f.section][f.name]
-        if value != f.default:
-            out[f.key] = value
-    return out
-
-
-def varying_settings(configs: Sequence[TrainConfig]) -> list[str]:
-    """The keys of the section settings (``run_variant``) whose value is not the same in every config, a default
-    counting as its value, in the config's order; a memory setting among the configs with episodic memory only."""
-    return _varying(configs, [run_variant(c) for c in configs])
-
-
-def _varying(configs: Sequence[TrainConfig], variants: Sequence[dict[str, Any]]) -> list[str]:
-    from semzoo.algos import parse_algorithm
-    from semzoo.config import config_fields
-
-    defaults = {f.key: f.default for f in config_fields()}
-    with_memory = [parse_algorithm(c.algo).has_memory for c in configs]
-    keys = dict.fromkeys(key for variant in variants for key in variant)
-    return [key for key in keys
-            if len({json.dumps(v.get(key, defaults[key]), sort_keys=True)
-                    for v, memory in zip(variants, with_memory, strict=True)
-                    if memory or not key.startswith("memory.")}) > 1]
-
-
-def run_labels(configs: Sequence[TrainConfig]) -> list[str]:
-    """What a report calls each run's method: its algorithm id, then its settings off the defaults that are not
-    the same in every run (``varying_settings``, shown by ``setting_text``): ``sem-qmix lam=0.3`` in a lambda
-    sweep, where lambda 0.1's runs stay ``sem-qmix``. A setting all the runs share (a study's smaller batch) names
-    nothing apart, so it is left out; memory settings count among the runs with episodic memory only. Two
-    settings are never pooled.
-    """
-    variants = [run_variant(c) for c in configs]
-    varying = set(_varying(configs, variants))
-    return [" ".join([c.algo, *(setting_text(k, v) for k, v in variant.items() if k in varying)])
-            for c, variant in zip(configs, variants, strict=True)]
 
 
 def new_run_dir(config: TrainConfig) -> Path:
@@ -349,3 +257,50 @@ def new_run_dir(config: TrainConfig) -> Path:
         n += 1
         candidate = out / f"{name}-{n}"
     return candidate
+
+
+def open_run_dir(run_dir: Path, config: TrainConfig, best: dict[str, Any] | None, *, resumed: bool, env_steps: int,
+                 tensorboard: bool) -> MetricsLogger:
+    """Write a run's config.json and ``best.ckpt`` as of ``best`` (a resumed run's checkpoint may be older than the
+    file a killed run left), remove ``final.json``, and open metrics.csv (appended to when ``resumed``) with its
+    TensorBoard events when ``tensorboard`` is installed and asked for."""
+    write_atomic(run_dir / CONFIG_FILE, json.dumps(config.to_dict(), indent=2).encode())
+    (run_dir / FINAL_FILE).unlink(missing_ok=True)
+    write_best(run_dir, best)
+    logger = MetricsLogger(run_dir / METRICS_FILE, fresh=not resumed)
+    if tensorboard and importlib.util.find_spec("tensorboard") is not None:
+        logger.add_tensorboard(run_dir / TENSORBOARD_DIR, purge_step=env_steps + 1 if resumed else None)
+    return logger
+
+
+def resume_point(run_dir: Path, config: TrainConfig) -> tuple[RunLock, dict[str, Any] | None]:
+    """The lock of a run about to be continued with ``config``, and its last valid checkpoint (None: start over).
+
+    Takes the lock before anything is read or cut back; removes half-written checkpoints and sets corrupt ones
+    aside; cuts metrics.csv back to the checkpoint. With no checkpoint at all (killed before the first save) the
+    run starts over with a warning; a run that finished with ``keep_checkpoints=0`` has none left and is refused
+    (ValueError), as is a checkpoint of another run or one past ``config.steps``.
+    """
+    lock = RunLock(run_dir)  # before anything is read or cut back
+    try:
+        manager = CheckpointManager(run_dir)
+        manager.clean_temporaries()
+        found = manager.load_latest(quarantine=True)
+        if found is None and (run_dir / FINAL_FILE).exists():
+            raise ValueError(f"{run_dir} finished without checkpoints (it ran with keep_checkpoints=0, which "
+                             "removes them at the end), so it cannot be continued: train a new run with "
+                             "more --steps")
+        if found is None:
+            warnings.warn(f"{run_dir} has no checkpoint yet: starting the run from step 0", stacklevel=3)
+            return lock, None
+        path, payload = found
+        check_checkpoint_matches(payload, config, path)
+        done = int(payload["counters"]["env_steps"])
+        if config.steps < done:
+            raise ValueError(f"steps={config.steps} is fewer than the {done} env steps the checkpoint {path.name} "
+                             f"already holds: pass --steps {done} or more")
+        truncate_metrics(run_dir, int(payload["metrics_bytes"]))
+    except BaseException:
+        lock.release()
+        raise
+    return lock, payload

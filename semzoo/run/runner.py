@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from semzoo.agents.rnn import NO_ACTION, RNNAgent
+from semzoo.agents.rnn import RNNAgent
 from semzoo.agents.selection import epsilon_greedy
-from semzoo.types import EpisodeBatch, VecCTDEEnv
+from semzoo.types import NO_ACTION, EpisodeBatch, VecCTDEEnv
 
 
 @dataclass

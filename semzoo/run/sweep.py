@@ -35,9 +35,10 @@ from semzoo.config import SECTIONS, TrainConfig, config_fields
 from semzoo.errors import MissingDependency
 from semzoo.run.multi import MultiTrainer, group_config
 from semzoo.run.progress import SWEEP_PROGRESS_INTERVAL_S, SweepProgress
-from semzoo.run.rundir import CONFIG_FILE, default_run_name, run_finished, setting_text
+from semzoo.run.rundir import default_run_name, run_finished
 from semzoo.run.stopping import stop_on_signals
 from semzoo.run.trainer import Trainer
+from semzoo.runfiles import CONFIG_FILE, setting_text
 
 GRID_KEYS = {"env": "use --envs", "algo": "use --algos", "seed": "use --seeds", "steps": "use --steps",
              "out": "use --out", "run_name": "each trial is named <env>_<algo>_seed<seed>"}
@@ -142,6 +143,7 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
                     data = {**apply_overrides(base, cell), "env": env, "algo": algo, "seed": int(seed),
                             "steps": steps, "out": str(out), "run_name": None}
                     config = TrainConfig.from_dict(data)
+                    parse_algorithm(config.algo)  # the algorithm table judges the id (TrainConfig knows no table)
                     resolved = config.to_dict()
                     variant = [setting_text(key, value) for key in cell
                                if (value := _value(resolved, key)) != defaults[key]]

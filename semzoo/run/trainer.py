@@ -29,23 +29,17 @@ Housekeeping runs with nothing in flight: a checkpoint holds the owed updates (`
 acting parameters, and a resumed run continues bit for bit. After the last batch its owed updates run, so
 a run takes the sequential loop's number of updates.
 
-The run directory's layout is in ``semzoo.run.rundir``; a checkpoint holds every piece of state the
-loop reads, so a resumed run continues bit for bit.
-
-After each test evaluation whose score beats the best so far (``test_win_rate`` where the env reports wins,
-else ``test_return_mean``; a tie on it goes to the higher ``test_return_mean``, a full tie keeps the
-earlier), the agent's parameters go to ``best.ckpt`` (the "absolute metric" of Gorsane et al. 2022
-re-evaluates them: ``semzoo.run.evaluation.absolute_metric``). The best so far, parameters included, is
-part of the checkpoint state, and a resumed run rewrites ``best.ckpt`` from it, so it ends with the same
-file as an uninterrupted run. Keeping it reads no random stream.
+The loop's side jobs live where they belong: the run directory, its metrics file, TensorBoard events and the
+checks before a resume in ``semzoo.run.rundir`` (its layout in ``semzoo.runfiles``); the actor process in
+``semzoo.run.actor``; the best policy so far (``best.ckpt``, for the absolute metric) in
+``semzoo.run.evaluation.BestPolicy``; what a metric row averages in ``semzoo.run.window``. A checkpoint holds
+every piece of state the loop reads, so a resumed run continues bit for bit.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import importlib.util
-import json
 import math
 import random
 import time
@@ -65,27 +59,24 @@ from semzoo.config import TrainConfig
 from semzoo.envs.registry import make_vec_env
 from semzoo.replay.buffer import EpisodeReplayBuffer
 from semzoo.run import memory_plan
-from semzoo.run.actor import ActorProcess, ActorStartError
-from semzoo.run.checkpoint import CheckpointManager, write_atomic
+from semzoo.run.actor import ActorProcess, start_or_fall_back
+from semzoo.run.checkpoint import CheckpointManager
 from semzoo.run.device import resolve_device
-from semzoo.run.evaluation import SEED_STRIDE, EvalResult, eval_env_seeds, greedy_episodes
+from semzoo.run.evaluation import SEED_STRIDE, BestPolicy, EvalResult, eval_env_seeds, greedy_episodes
 from semzoo.run.memory_plan import EnvSizes, peak_rss_bytes
 from semzoo.run.rundir import (
-    CONFIG_FILE,
-    FINAL_FILE,
-    METRICS_FILE,
-    TENSORBOARD_DIR,
     MetricsLogger,
     RunLock,
-    check_checkpoint_matches,
     load_run_config,
     new_run_dir,
-    truncate_metrics,
+    open_run_dir,
+    resume_point,
     write_best,
     write_final,
 )
 from semzoo.run.runner import EpisodeRunner, RolloutStats
 from semzoo.run.stopping import RunStopped, StopRequest, stop_on_signals
+from semzoo.run.window import MetricsWindow
 from semzoo.types import EpisodeBatch
 
 BYTES_PER_MB = 1e6
@@ -97,10 +88,6 @@ COMPILE_SHAPES = 8
 """Batch lengths a compiled update meets at most (torch.compile recompiles up to 8 times by default)."""
 BUCKET_MULTIPLE = 8
 """A compiled update's batch lengths are multiples of this many steps."""
-BEST_METRICS = ("test_win_rate", "test_return_mean")
-"""The score of the best policy: the first of these the evaluation reports (win rate where the env reports wins)."""
-BEST_TIEBREAK = "test_return_mean"
-"""Breaks a tie on the best metric (equal win rates): the evaluation with the higher test return wins."""
 
 
 def compile_bucket(max_t: int) -> int:
@@ -146,11 +133,11 @@ class Trainer:
     def __init__(self, config: TrainConfig, *, run_dir: str | Path | None = None, progress: Progress | None = None,
                  tensorboard: bool = True, _checkpoint: dict[str, Any] | None = None,
                  _lock: RunLock | None = None) -> None:
+        algos.parse_algorithm(config.algo)  # the algorithm table judges the id, before the run directory exists
         self.config = config
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.progress = progress
         self.logger: MetricsLogger | None = None
-        self._tb_writer: Any = None
         self._actor: ActorProcess | None = None
         self.actor_startup_s: float | None = None
         """Seconds the last actor process took to start (not checkpointed; None before one started)."""
@@ -158,7 +145,8 @@ class Trainer:
         try:
             self._build(_checkpoint)
             if self.run_dir is not None:
-                self._open_run_dir(resumed=_checkpoint is not None, tensorboard=tensorboard)
+                self.logger = open_run_dir(self.run_dir, config, self.best.payload(config), resumed=_checkpoint is not None,
+                                           env_steps=self.counters.env_steps, tensorboard=tensorboard)
         except BaseException:
             self.close()
             raise
@@ -205,16 +193,11 @@ class Trainer:
             seed = np.random.SeedSequence([config.seed, ACTING_STREAM]).generate_state(1, np.uint64)[0]
             self.acting_generator = torch.Generator().manual_seed(int(seed))
         self.counters = Counters()
-        # Loop state between metric rows, saved in checkpoints: episodes and learner stats of the window.
-        self._recent: list[RolloutStats] = []
-        self._window: dict[str, list[float]] = {}
+        self.window = MetricsWindow()
+        """What the next metric row averages (its episodes and learner stats are saved in checkpoints)."""
         self._last_eval: dict[str, float] = {}
-        self._best: dict[str, Any] | None = None
-        """The best test evaluation so far: step, updates, score, metric and the agent's parameters (``best.ckpt``)."""
-        # Timing of the current log window (machine-dependent, not checkpointed).
-        self._timing: dict[str, float] = {}
-        self._window_clock = time.perf_counter()
-        self._window_steps = 0
+        self.best = BestPolicy()
+        """The best test evaluation so far and its agent (``best.ckpt``)."""
         self._saved_at: int | None = None
         self._stop_request: StopRequest | None = None  # set while run() drives the loop (semzoo.run.stopping)
         if checkpoint is not None:
@@ -239,22 +222,6 @@ class Trainer:
         return (algo.has_memory and issubclass(memory_class(algo.memory), EpisodicMemory)
                 and config.memory.pending_size > config.steps)
 
-    def _open_run_dir(self, *, resumed: bool, tensorboard: bool) -> None:
-        assert self.run_dir is not None
-        write_atomic(self.run_dir / CONFIG_FILE, json.dumps(self.config.to_dict(), indent=2).encode())
-        (self.run_dir / FINAL_FILE).unlink(missing_ok=True)
-        # best.ckpt as of the checkpoint resumed from (a killed or shorter run may have written a later one).
-        write_best(self.run_dir, self._best_payload())
-        self.logger = MetricsLogger(self.run_dir / METRICS_FILE, fresh=not resumed)
-        if tensorboard and importlib.util.find_spec("tensorboard") is not None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            # TensorBoard events with the metric names of metrics.csv, indexed by env steps.
-            purge_step = self.counters.env_steps + 1 if resumed else None
-            writer = SummaryWriter(log_dir=str(self.run_dir / TENSORBOARD_DIR), purge_step=purge_step)
-            self._tb_writer = writer
-            self.logger.extra_sinks.append(lambda name, value, step: writer.add_scalar(name, value, step))
-
     @classmethod
     def resume(cls, run_dir: str | Path, *, steps: int | None = None, keep_checkpoints: int | None = None,
                progress: Progress | None = None, tensorboard: bool = True) -> Trainer:
@@ -271,28 +238,7 @@ class Trainer:
             config = dataclasses.replace(config, steps=steps)
         if keep_checkpoints is not None:
             config = dataclasses.replace(config, keep_checkpoints=keep_checkpoints)
-        lock = RunLock(run_dir)  # before anything is read or cut back
-        try:
-            manager = CheckpointManager(run_dir)
-            manager.clean_temporaries()
-            found = manager.load_latest(quarantine=True)
-            if found is None and (run_dir / FINAL_FILE).exists():
-                raise ValueError(f"{run_dir} finished without checkpoints (it ran with keep_checkpoints=0, which "
-                                 "removes them at the end), so it cannot be continued: train a new run with "
-                                 "more --steps")
-            if found is None:
-                warnings.warn(f"{run_dir} has no checkpoint yet: starting the run from step 0", stacklevel=2)
-                return cls(config, run_dir=run_dir, progress=progress, tensorboard=tensorboard, _lock=lock)
-            path, payload = found
-            check_checkpoint_matches(payload, config, path)
-            done = int(payload["counters"]["env_steps"])
-            if config.steps < done:
-                raise ValueError(f"steps={config.steps} is fewer than the {done} env steps the checkpoint {path.name} "
-                                 f"already holds: pass --steps {done} or more")
-            truncate_metrics(run_dir, int(payload["metrics_bytes"]))
-        except BaseException:
-            lock.release()
-            raise
+        lock, payload = resume_point(run_dir, config)
         return cls(config, run_dir=run_dir, progress=progress, tensorboard=tensorboard, _checkpoint=payload,
                    _lock=lock)
 
@@ -314,7 +260,7 @@ class Trainer:
     def _train(self) -> dict[str, float]:
         cfg, c = self.config, self.counters
         clock, wall_at_start = time.perf_counter(), c.wall_time
-        self._window_clock, self._window_steps = clock, c.env_steps
+        self.window.restart_clock(clock, c.env_steps)
         if not cfg.sequential:
             self._run_overlapped(clock, wall_at_start)
             self._finish()
@@ -324,8 +270,8 @@ class Trainer:
             stats = self.collect()
             t1 = time.perf_counter()
             self.learn(len(stats.returns))
-            self._add_time("time_collect_s", t1 - t0)
-            self._add_time("time_learn_s", time.perf_counter() - t1)
+            self.window.add_time("time_collect_s", t1 - t0)
+            self.window.add_time("time_learn_s", time.perf_counter() - t1)
             self.end_iteration(stats, wall_at_start + time.perf_counter() - clock)
         self._finish()
         return self._last_eval
@@ -354,13 +300,13 @@ class Trainer:
                         in_flight = acting.submit(self._timed_collection, seed, epsilon)
                     t0 = time.perf_counter()
                     self._update()  # the updates owed for the last batch, which the acting agent has not seen
-                    self._add_time("time_learn_s", time.perf_counter() - t0)
+                    self.window.add_time("time_learn_s", time.perf_counter() - t0)
                     if actor is not None:
                         batch, stats, generator_state, seconds = actor.result()  # re-raises the child's exception
                         self.acting_generator.set_state(generator_state)
                     else:
                         batch, stats, seconds = in_flight.result()  # re-raises the collector's exception
-                    self._add_time("time_collect_s", seconds)
+                    self.window.add_time("time_collect_s", seconds)
                     self._store(batch, stats)
                     self.owe_updates(len(stats.returns))
                     self.acting_agent.load_state_dict(self.agent.state_dict())  # the next batch acts before these updates
@@ -372,13 +318,13 @@ class Trainer:
         # had been asked for more steps from the start.
         t0 = time.perf_counter()
         self._update()
-        self._add_time("time_learn_s", time.perf_counter() - t0)
+        self.window.add_time("time_learn_s", time.perf_counter() - t0)
         c.wall_time = wall_at_start + time.perf_counter() - clock
 
     def end_iteration(self, stats: RolloutStats, wall_time: float) -> None:
         """Close an iteration (also driven by semzoo.run.multi): the run's wall time, its episodes, housekeeping."""
         self.counters.wall_time = wall_time
-        self._recent.append(stats)
+        self.window.add_episodes(stats)
         self._housekeeping()
         if self._stop_request is not None and self._stop_request.signum is not None:
             raise RunStopped(self._stop_request.signum, [self.checkpoint_to_stop()])
@@ -393,24 +339,12 @@ class Trainer:
         return (None if self.run_dir is None else Path(self.run_dir)), self.counters.env_steps
 
     def _start_actor(self) -> ActorProcess | None:
-        """The actor process, started (seconds: its imports, envs and, for SMAX, a JAX compile); None to use a thread.
-
-        An actor that cannot build the run's envs or agent (an env registered with ``register_env`` in
-        code a new process does not import, e.g. a script's own module) falls back to the thread with a
-        warning; the run is the same either way.
-        """
-        actor = ActorProcess(self.config.to_dict(), device=str(self.device), episode_limit=self.max_t)
-        self._actor = actor
-        try:
-            actor.start()
-        except ActorStartError as err:
-            self._actor = None
-            warnings.warn(f"{err}; collecting on a thread instead (the same run, but acting and learning then share "
-                          f"one core: the GIL). Register the env in a plugin module (--plugin / SEMZOO_PLUGINS) so "
-                          f"new processes know it", stacklevel=3)
-            return None
-        self.actor_startup_s = actor.startup_s
-        return actor
+        """The actor process, started; None to collect on a thread (``semzoo.run.actor.start_or_fall_back``)."""
+        self._actor = ActorProcess(self.config.to_dict(), device=str(self.device), episode_limit=self.max_t)
+        self._actor = start_or_fall_back(self._actor)
+        if self._actor is not None:
+            self.actor_startup_s = self._actor.startup_s
+        return self._actor
 
     def _close_actor(self) -> None:
         actor, self._actor = getattr(self, "_actor", None), None
@@ -495,8 +429,7 @@ class Trainer:
         self.counters.updates += 1
         if self.memory is not None:
             self.memory.on_update()
-        for k, v in stats.items():
-            self._window.setdefault(k, []).append(v)
+        self.window.add_update(stats)
 
     def finish_learning(self) -> None:
         """After an iteration's updates: no credit piles up while H fills; the periodic target sync."""
@@ -544,7 +477,7 @@ class Trainer:
         # The final checkpoint holds the loop state before the closing rows below, so a run extended
         # later with --steps continues exactly as one that had been asked for more steps from the start.
         self.save_checkpoint()
-        if self._recent:
+        if self.window.recent:
             self._log(self._train_metrics())
         if c.last_test != c.env_steps or not self._last_eval or (not self.config.sequential
                                                                  and c.test_updates != c.updates):
@@ -564,39 +497,11 @@ class Trainer:
         self._last_eval = metrics
         self.counters.last_test = self.counters.env_steps
         self.counters.test_updates = self.counters.updates
-        self._keep_if_best(metrics)
-
-    def _keep_if_best(self, metrics: dict[str, float]) -> None:
-        """After an evaluation: when its score beats the best so far, keep the agent.
-
-        A tie on the score is broken by ``BEST_TIEBREAK`` (the test return): a run that never wins scores 0 at
-        every evaluation, and "the earlier" would keep its first, untrained agent. A full tie keeps the earlier.
-        A best record from a checkpoint written before the tie-break (no ``tiebreak``) counts as NaN: a tie
-        with it keeps it.
-        """
-        metric = next(name for name in BEST_METRICS if name in metrics)
-        score = float(metrics[metric])
-        tiebreak = float(metrics.get(BEST_TIEBREAK, math.nan))
-        best = self._best
-        if math.isnan(score):
-            return
-        if best is not None and best["metric"] == metric and (
-                score < best["score"] or (score == best["score"] and not tiebreak > best.get("tiebreak", math.nan))):
-            return
-        c = self.counters
-        agent = {name: value.detach().to("cpu", copy=True) for name, value in self.agent.state_dict().items()}
-        self._best = {"step": c.env_steps, "updates": c.updates, "score": score, "tiebreak": tiebreak,
-                      "metric": metric, "agent": agent}
-        if self.run_dir is not None:
+        if self.best.offer(metrics, self.agent, step=self.counters.env_steps, updates=self.counters.updates) \
+                and self.run_dir is not None:
             started = time.perf_counter()
-            write_best(self.run_dir, self._best_payload())
-            self._add_time("checkpoint_time_s", time.perf_counter() - started)
-
-    def _best_payload(self) -> dict[str, Any] | None:
-        """The content of ``best.ckpt``: what ``evaluate_run(best=True)`` needs, with the run's identity."""
-        if self._best is None:
-            return None
-        return {"env": self.config.env, "algo": self.config.algo, "config": self.config.to_dict(), **self._best}
+            write_best(self.run_dir, self.best.payload(self.config))
+            self.window.add_time("checkpoint_time_s", time.perf_counter() - started)
 
     def _log(self, metrics: dict[str, float]) -> None:
         if self.logger is not None:
@@ -604,29 +509,10 @@ class Trainer:
             self.logger.log(metrics, env_steps=c.env_steps, episodes=c.episodes, updates=c.updates,
                             wall_time=c.wall_time)
 
-    def _add_time(self, name: str, seconds: float) -> None:
-        self._timing[name] = self._timing.get(name, 0.0) + seconds
-
     def _train_metrics(self) -> dict[str, float]:
-        """Means over the window since the last row: learner stats, episodes, memory, timing."""
-        metrics = {k: float(np.mean(v)) for k, v in self._window.items()}
-        recent = self._recent
-        returns = np.concatenate([s.returns for s in recent])
-        metrics.update(return_mean=float(returns.mean()), epsilon=self.epsilon(),
-                       ep_length_mean=float(np.concatenate([s.lengths for s in recent]).mean()))
-        won = [s.battle_won for s in recent if s.battle_won is not None]
-        if won:
-            metrics["win_rate"] = float(np.concatenate(won).mean())
-        if self.memory is not None:
-            metrics.update(self.memory.metrics())
-        metrics["buffer_episodes"] = float(len(self.buffer))
-        now = time.perf_counter()
-        steps = self.counters.env_steps - self._window_steps
-        metrics["steps_per_s"] = steps / max(now - self._window_clock, 1e-9)
-        metrics.update(self._timing)
-        self._window, self._recent, self._timing = {}, [], {}
-        self._window_clock, self._window_steps = now, self.counters.env_steps
-        return metrics
+        """The metric row of the window since the last row: learner stats, episodes, memory, timing."""
+        return self.window.row(epsilon=self.epsilon(), memory_metrics=None if self.memory is None else self.memory.metrics(),
+                               buffer_episodes=len(self.buffer), env_steps=self.counters.env_steps)
 
     def state_dict(self) -> dict[str, Any]:
         """Everything the loop reads, for an exact resume (numpy arrays, tensors, plain values)."""
@@ -637,16 +523,14 @@ class Trainer:
         if torch.cuda.is_available():
             rng["cuda"] = torch.cuda.get_rng_state_all()
         buffer = self.buffer.state_dict()  # the real slots only: an empty buffer costs nothing
-        recent = [{"returns": s.returns, "lengths": s.lengths, "battle_won": s.battle_won} for s in self._recent]
         return {
             "env": self.config.env, "algo": self.config.algo, "config": self.config.to_dict(),
             "counters": dataclasses.asdict(self.counters), "epsilon": self.epsilon(),
             "learner": self.learner.state_dict(), "buffer": buffer,
             "memory": self.memory.state_dict() if self.memory is not None else None,
             "rng": rng,
-            "loop": {"recent": recent, "window": {k: list(v) for k, v in self._window.items()},
-                     "last_eval": dict(self._last_eval)},
-            "best": dict(self._best) if self._best is not None else None,
+            "loop": {**self.window.state_dict(), "last_eval": dict(self._last_eval)},
+            "best": dict(self.best.record) if self.best.record is not None else None,
             "metrics_bytes": self.logger.nbytes() if self.logger is not None else 0,
             **({"acting": self.acting_agent.state_dict()} if self.acting_agent is not None else {}),
         }
@@ -674,11 +558,9 @@ class Trainer:
         if "cuda" in rng and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(rng["cuda"])
         loop = state["loop"]
-        self._recent = [RolloutStats(returns=r["returns"], lengths=r["lengths"], battle_won=r["battle_won"])
-                        for r in loop["recent"]]
-        self._window = {k: list(v) for k, v in loop["window"].items()}
+        self.window.load_state_dict(loop)
         self._last_eval = dict(loop["last_eval"])
-        self._best = state.get("best")  # None: a checkpoint from before best.ckpt, no best yet
+        self.best.record = state.get("best")  # None: a checkpoint from before best.ckpt, no best yet
 
     def save_checkpoint(self, *, scheduled: bool = True) -> Path | None:
         """Write a checkpoint of the current state (no-op without a run directory or if one exists for this step).
@@ -693,18 +575,15 @@ class Trainer:
             c.last_save = c.env_steps
         path, nbytes = self.checkpoints.save(self.state_dict(), c.env_steps)
         self._saved_at = c.env_steps
-        self._add_time("checkpoint_time_s", time.perf_counter() - started)
-        self._timing["checkpoint_mb"] = nbytes / BYTES_PER_MB
+        self.window.add_time("checkpoint_time_s", time.perf_counter() - started)
+        self.window.timing["checkpoint_mb"] = nbytes / BYTES_PER_MB
         return path
 
     def close(self) -> None:
         """Close files and envs and release the run directory (safe to call twice, and on a half-built trainer)."""
         if self.logger is not None:
-            self.logger.close()
+            self.logger.close()  # and its TensorBoard events
             self.logger = None
-        if self._tb_writer is not None:
-            self._tb_writer.close()
-            self._tb_writer = None
         self._close_actor()
         env = getattr(self, "env", None)
         if env is not None:

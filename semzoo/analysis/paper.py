@@ -20,7 +20,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from semzoo.run.report import SUMMARY_ENVS, TableRow
+from semzoo.analysis.report import SUMMARY_ENVS, TableRow
 
 PAPER_METRIC = "test_win_rate"
 SMAC_FAMILIES = ("smax", "smac")

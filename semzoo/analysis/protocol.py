@@ -10,7 +10,7 @@ with their library ``rliable``; semzoo only arranges the scores into its runs x 
 
 A run's score at step t is ``RunSeries.value_at``: the evaluation scheduled for t (the first from t
 up to the next multiple of test_interval, as the trainer tests at the first iteration past each
-interval; see semzoo.run.report); nothing if the run stopped before t. Choices made here:
+interval; see semzoo.analysis.report); nothing if the run stopped before t. Choices made here:
 
 - Confidence intervals: rliable's percentile stratified bootstrap (resampling runs within each
   task), ``reps`` replications, seeded with ``BOOTSTRAP_SEED`` so a report is reproducible.
@@ -33,11 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from semzoo.config import config_fields
-from semzoo.episodic.memory import memory_names
-from semzoo.errors import MissingDependency
-from semzoo.run.paper import PaperCell, Table1Row, paper_cells, paper_markdown, table_1_markdown, table_1_rows
-from semzoo.run.report import (
+from semzoo.analysis.paper import PaperCell, Table1Row, paper_cells, paper_markdown, table_1_markdown, table_1_rows
+from semzoo.analysis.report import (
     RunSeries,
     _colours,
     _figure,
@@ -52,7 +49,10 @@ from semzoo.run.report import (
     score_table,
     table_markdown,
 )
-from semzoo.run.rundir import ABSOLUTE_FILE, FINAL_FILE, run_variant, setting_name, varying_settings
+from semzoo.config import config_fields
+from semzoo.episodic.memory import NO_MEMORY, memory_of
+from semzoo.errors import MissingDependency
+from semzoo.runfiles import ABSOLUTE_FILE, FINAL_FILE, run_variant, setting_name, varying_settings
 
 MARL_EVAL_FILE = "marl_eval.json"
 """The export for marl-eval: named for its reader, and unlike ``metrics.csv`` of a run directory."""
@@ -233,18 +233,17 @@ def memory_pairs(algos: Sequence[str], *, over_sem: bool = True) -> list[tuple[s
     """(<memory>-X, X) for each memory variant (a registered memory's prefix) whose base X is among ``algos``;
     then, unless ``over_sem`` is False, (<memory>-X, sem-X) for each other memory whose SEM variant is among them.
 
-    ``algos`` are run labels (``rundir.run_labels``): ``sem-qmix lam=0.3`` pairs with ``qmix``, its memory
+    ``algos`` are run labels (``runfiles.run_labels``): ``sem-qmix lam=0.3`` pairs with ``qmix``, its memory
     settings dropped, and ``sem-qmix lr=0.001`` with ``qmix lr=0.001``; ``emc-qmix`` pairs with ``qmix``, then
     with ``sem-qmix``.
     """
     memory_settings = {setting_name(f.key) for f in config_fields() if f.section == "memory"}
-    memories = memory_names()
     over_base, over_sem_pairs = [], []
     for label in sorted(algos):
         algo, *settings = label.split(" ")
-        kind, sep, base = algo.partition("-")
+        kind, _, base = algo.partition("-")
         base = " ".join([base, *(s for s in settings if s.partition("=")[0] not in memory_settings)])
-        if not (sep and kind in memories):
+        if memory_of(algo) == NO_MEMORY:
             continue
         if base in algos:
             over_base.append((label, base))
@@ -457,6 +456,10 @@ def read_absolute(run_dir: str | Path) -> dict[str, Any] | None:
     return record
 
 
+AbsoluteMetric = Callable[[Sequence[RunSeries], Callable[[str], None]], int]
+"""Re-evaluates runs' best checkpoints into their ``absolute.json`` (``semzoo.run.evaluation.compute_absolute``)."""
+
+
 def absolute_score(metric: str) -> Score:
     """A run's absolute metric (its best checkpoint on 10x the test episodes); NaN without ``absolute.json``."""
     cache: dict[Path, float] = {}
@@ -468,27 +471,6 @@ def absolute_score(metric: str) -> Score:
             cache[run.run_dir] = math.nan if value is None else float(value)
         return cache[run.run_dir]
     return score
-
-
-def compute_absolute(runs: Sequence[RunSeries], echo: Callable[[str], None] = print) -> int:
-    """Re-evaluate each run's best checkpoint into its ``absolute.json``; returns how many runs have one.
-
-    A run without ``best.ckpt`` (trained before semzoo kept best checkpoints, or stopped before its first
-    evaluation) is left out of the absolute metric with one line naming it, so older runs still report.
-    """
-    from semzoo.run.evaluation import absolute_metric
-    from semzoo.run.rundir import BEST_FILE
-
-    done = 0
-    for i, run in enumerate(runs, 1):
-        if not (Path(run.run_dir) / BEST_FILE).exists():
-            echo(f"absolute metric: {run.run_dir} has no {BEST_FILE}; left out")
-            continue
-        record = absolute_metric(run.run_dir)
-        done += 1
-        echo(f"absolute metric {i}/{len(runs)}: {run.env} {run.algo} seed {run.seed}, best at "
-             f"{record['step']:,} env steps, {record['episodes']} episodes")
-    return done
 
 
 # ----- figures -----------------------------------------------------------------------------------------------------
@@ -750,7 +732,7 @@ class Report:
     files: list[Path]
     wall_costs: list[WallCost] = field(default_factory=list)
     beside_paper: list[PaperCell] = field(default_factory=list)
-    """The score-table cells the paper also reports (``semzoo.run.paper``), with its number beside each."""
+    """The score-table cells the paper also reports (``semzoo.analysis.paper``), with its number beside each."""
     table_1: list[Table1Row] = field(default_factory=list)
     """The paper's Table 1 (mean and median across maps of X and SEM-X) over the maps of ``beside_paper``."""
     memory_use: list[MemoryUse] = field(default_factory=list)
@@ -785,11 +767,13 @@ def _improvement_table(rows: Sequence[Improvement], title: str) -> str:
 
 
 def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None = None,
-           out: str | Path | None = None, reps: int = DEFAULT_REPS, absolute: bool = False,
+           out: str | Path | None = None, reps: int = DEFAULT_REPS, absolute: AbsoluteMetric | None = None,
            echo: Callable[[str], None] = lambda line: None) -> Report:
     """Statistics, figures, marl-eval export and ``report.md`` for the runs under ``root`` (into ``out``).
 
     ``echo`` receives progress lines (the CLI prints them on stderr): bootstraps take a while at 2,000 reps.
+    ``absolute``, when given, first re-evaluates the runs' best checkpoints into their ``absolute.json``: that
+    re-runs policies, so it is the training side's ``semzoo.run.evaluation.compute_absolute`` (``--absolute``).
     ``metric`` None: the win rate where the runs log it, else the test return; ``echo`` gets a line naming the fallback.
     ``at`` None: the paper's 250k and 500k where every run reached them, else the runs' last common evaluation and
     its half (``default_steps``); ``echo`` gets a line naming them.
@@ -808,8 +792,8 @@ def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None
         if note:
             echo(note)
     out = Path(out) if out is not None else Path(root) / "report"
-    if absolute:
-        compute_absolute(runs, echo)
+    if absolute is not None:
+        absolute(runs, echo)
 
     all_aggregates: list[Aggregate] = []
     all_improvements: list[Improvement] = []

@@ -9,7 +9,7 @@ metric from its ``metrics.csv``. A run that never trained to step t has no value
   none (t between an evaluation and the next scheduled point), the last one before t. Curves use the
   scheduled points: each evaluation at floor(step / test_interval) x test_interval;
 - any other metric at t is its last row at or before t.
-Runs are grouped by env and label (``rundir.run_labels``: the algorithm id and the settings off the paper's
+Runs are grouped by env and label (``runfiles.run_labels``: the algorithm id and the settings off the paper's
 defaults that differ among the runs, ``sem-qmix lam=0.3``), so a study that varies a setting never pools its values.
 Curves show, per algorithm, the median across seeds and the 25-75 % band, up to the step every seed
 reached (a curve never mixes seeds that stopped early with the others: it is cut, with a warning and
@@ -33,7 +33,7 @@ import numpy as np
 
 from semzoo.config import TrainConfig
 from semzoo.errors import MissingDependency
-from semzoo.run.rundir import CONFIG_FILE, METRICS_FILE, load_run_config, read_metrics, run_labels
+from semzoo.runfiles import CONFIG_FILE, METRICS_FILE, read_metrics, read_run_config, run_labels
 
 TARGET_METRICS = {"target_y": "y", "target_e": "E", "q_tot": "Q_tot"}
 """Metric name -> label of the targets figure (paper: y, E and Q_tot over training)."""
@@ -66,7 +66,7 @@ class RunSeries:
     env: str
     algo: str
     """The run's label: its algorithm id, and in ``load_runs`` the settings that set it apart from the other runs
-    (``rundir.run_labels``: ``sem-qmix lam=0.3``), so runs of two settings are never pooled."""
+    (``runfiles.run_labels``: ``sem-qmix lam=0.3``), so runs of two settings are never pooled."""
     seed: int
     last_step: int
     metrics: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -149,7 +149,7 @@ def _dirs_holding(root: Path, name: str) -> list[Path]:
 
 def load_run(run_dir: Path) -> RunSeries:
     """One run directory's config and metrics; ValueError/KeyError/OSError when either cannot be read."""
-    config = load_run_config(run_dir)
+    config = read_run_config(run_dir)
     rows = read_metrics(run_dir)
     by_name: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for row in rows:

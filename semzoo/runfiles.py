@@ -1,0 +1,142 @@
+"""A run directory's files, and their readers shared by the two halves of semzoo: training writes a run
+(``semzoo.run.rundir``: the lock, the metrics writer, checkpoints, the best agent), the analysis of finished runs
+(``semzoo.analysis``) reads it. Imports no torch.
+
+    <run_dir>/config.json     the resolved TrainConfig (``TrainConfig.to_dict``)
+    <run_dir>/metrics.csv     long format: env_steps, episodes, updates, wall_time, name, value
+    <run_dir>/checkpoints/    the last ``keep_checkpoints`` checkpoints (``semzoo.run.checkpoint``)
+    <run_dir>/best.ckpt       the agent of the best test evaluation so far: agent parameters, its env step,
+                              score and metric (a checkpoint file, no replay buffer; ``semzoo.run.rundir.write_best``)
+    <run_dir>/absolute.json   the best agent re-evaluated on 10x the test episodes (``absolute_metric``)
+    <run_dir>/tensorboard/    TensorBoard events (when tensorboard is installed)
+    <run_dir>/final.json      written once the run has finished
+    <run_dir>/.lock           held (flock) by the one process writing the run
+
+A report names each run's method by its algorithm id and the settings that set it apart (``run_labels``).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from semzoo.config import TrainConfig, config_fields
+from semzoo.episodic.memory import NO_MEMORY, memory_of
+
+METRIC_FIELDS = ("env_steps", "episodes", "updates", "wall_time", "name", "value")
+CONFIG_FILE = "config.json"
+METRICS_FILE = "metrics.csv"
+FINAL_FILE = "final.json"
+BEST_FILE = "best.ckpt"
+ABSOLUTE_FILE = "absolute.json"
+LOCK_FILE = ".lock"
+TENSORBOARD_DIR = "tensorboard"
+TIMING_METRICS = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "test_time_s", "checkpoint_time_s",
+                            "checkpoint_mb"})
+"""Metrics that measure the machine, not the learning: they differ between identical runs."""
+STORED_BEFORE = {"sequential": True}
+"""Fields added after 0.2 whose default would change a stored run, with the value such a run was trained with:
+a config.json or checkpoint without the key ran that way (0.2 collected and learned one after the other)."""
+
+
+def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
+    """The rows of a run's metrics.csv with numbers parsed; a half-written last row (killed run) is skipped."""
+    rows = []
+    with (Path(run_dir) / METRICS_FILE).open(newline="") as f:
+        for r in csv.DictReader(f):
+            try:
+                rows.append({"env_steps": int(r["env_steps"]), "episodes": int(r["episodes"]),
+                             "updates": int(r["updates"]), "wall_time": float(r["wall_time"]), "name": r["name"],
+                             "value": float(r["value"])})
+            except (TypeError, ValueError):
+                continue
+    return rows
+
+
+def read_run_config(run_dir: str | Path) -> TrainConfig:
+    """The resolved config stored in a run directory as written, its algorithm id not judged (that needs the
+    algorithm table; ``semzoo.run.rundir.load_run_config`` judges it); ValueError naming the problem otherwise."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ValueError(f"run directory {str(run_dir)!r} does not exist: expected a folder made by `semzoo train`")
+    path = run_dir / CONFIG_FILE
+    if not path.exists():
+        raise ValueError(f"{run_dir} has no {CONFIG_FILE}: expected a run directory made by `semzoo train`")
+    try:
+        return TrainConfig.from_dict(stored_config_dict(json.loads(path.read_text())))
+    except (json.JSONDecodeError, TypeError, ValueError) as err:
+        raise ValueError(f"{path} is not a valid semzoo config: {str(err).splitlines()[0]}") from None
+
+
+def stored_config_dict(data: dict[str, Any]) -> dict[str, Any]:
+    """A config dict read from a run directory, with the fields it predates set as it was trained (``STORED_BEFORE``)."""
+    return {**STORED_BEFORE, **data} if isinstance(data, dict) else data
+
+
+@functools.cache
+def _setting_names() -> dict[str, str]:
+    """Config key -> the name a label shows: the field's own name, or its key where two sections share it."""
+    fields = [f for f in config_fields() if f.section is not None]
+    counts: dict[str, int] = {}
+    for f in fields:
+        counts[f.name] = counts.get(f.name, 0) + 1
+    return {f.key: f.name if counts[f.name] == 1 else f.key for f in fields}
+
+
+def setting_name(key: str) -> str:
+    """The name labels and run names give a config key (``memory.lam`` -> ``lam``)."""
+    return _setting_names().get(key, key)
+
+
+def setting_text(key: str, value: Any) -> str:
+    """``name=value`` of one config setting as labels and run names show it (``lam=0.3``, ``miss_rule=zero``)."""
+    shown = f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else json.dumps(value)
+    return f"{setting_name(key)}={shown.strip(chr(34))}"
+
+
+def run_variant(config: TrainConfig) -> dict[str, Any]:
+    """The run's section settings (agent, mixer, memory, learner, exploration) that differ from the defaults, key
+    -> value in the config's order; memory settings only for an algorithm with episodic memory."""
+    has_memory = memory_of(config.algo) != NO_MEMORY
+    data = config.to_dict()
+    out = {}
+    for f in config_fields():
+        if f.section is None or (f.section == "memory" and not has_memory):
+            continue
+        value = data[f.section][f.name]
+        if value != f.default:
+            out[f.key] = value
+    return out
+
+
+def varying_settings(configs: Sequence[TrainConfig]) -> list[str]:
+    """The keys of the section settings (``run_variant``) whose value is not the same in every config, a default
+    counting as its value, in the config's order; a memory setting among the configs with episodic memory only."""
+    return _varying(configs, [run_variant(c) for c in configs])
+
+
+def _varying(configs: Sequence[TrainConfig], variants: Sequence[dict[str, Any]]) -> list[str]:
+    defaults = {f.key: f.default for f in config_fields()}
+    with_memory = [memory_of(c.algo) != NO_MEMORY for c in configs]
+    keys = dict.fromkeys(key for variant in variants for key in variant)
+    return [key for key in keys
+            if len({json.dumps(v.get(key, defaults[key]), sort_keys=True)
+                    for v, memory in zip(variants, with_memory, strict=True)
+                    if memory or not key.startswith("memory.")}) > 1]
+
+
+def run_labels(configs: Sequence[TrainConfig]) -> list[str]:
+    """What a report calls each run's method: its algorithm id, then its settings off the defaults that are not
+    the same in every run (``varying_settings``, shown by ``setting_text``): ``sem-qmix lam=0.3`` in a lambda
+    sweep, where lambda 0.1's runs stay ``sem-qmix``. A setting all the runs share (a study's smaller batch) names
+    nothing apart, so it is left out; memory settings count among the runs with episodic memory only. Two
+    settings are never pooled.
+    """
+    variants = [run_variant(c) for c in configs]
+    varying = set(_varying(configs, variants))
+    return [" ".join([c.algo, *(setting_text(k, v) for k, v in variant.items() if k in varying)])
+            for c, variant in zip(configs, variants, strict=True)]
