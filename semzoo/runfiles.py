@@ -98,6 +98,13 @@ def setting_text(key: str, value: Any) -> str:
     return f"{setting_name(key)}={shown.strip(chr(34))}"
 
 
+def env_label(config: TrainConfig) -> str:
+    """What a report calls the run's env: its id, then its env arguments (``smax:2s3z fixed_starts=true``), so
+    runs on one map with other env arguments (SMAX's fixed starts) are never pooled."""
+    return " ".join([config.env, *(f"{key}={json.dumps(value).strip(chr(34))}"
+                                   for key, value in sorted(config.env_args.items()))])
+
+
 def run_variant(config: TrainConfig) -> dict[str, Any]:
     """The run's section settings (agent, mixer, memory, learner, exploration) that differ from the defaults, key
     -> value in the config's order; memory settings only for an algorithm with episodic memory."""

@@ -33,7 +33,7 @@ import numpy as np
 
 from semzoo.config import TrainConfig
 from semzoo.errors import MissingDependency
-from semzoo.runfiles import CONFIG_FILE, METRICS_FILE, read_metrics, read_run_config, run_labels
+from semzoo.runfiles import CONFIG_FILE, METRICS_FILE, env_label, read_metrics, read_run_config, run_labels
 
 TARGET_METRICS = {"target_y": "y", "target_e": "E", "q_tot": "Q_tot"}
 """Metric name -> label of the targets figure (paper: y, E and Q_tot over training)."""
@@ -159,7 +159,7 @@ def load_run(run_dir: Path) -> RunSeries:
         pairs.sort(key=lambda p: p[0])  # stable: rows of one step keep their logged order
         metrics[name] = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.float64))
     last = max((r["env_steps"] for r in rows), default=0)
-    return RunSeries(run_dir=run_dir, env=config.env, algo=config.algo, seed=config.seed, last_step=last,
+    return RunSeries(run_dir=run_dir, env=env_label(config), algo=config.algo, seed=config.seed, last_step=last,
                      metrics=metrics, test_interval=config.test_interval, config=config)
 
 
