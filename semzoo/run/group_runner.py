@@ -67,22 +67,23 @@ class GroupRunner:
         arrays = [r.env.reset(seed=seed) for r, seed in zip(runners, seeds)]
         live = list(range(len(runners)))  # the runs with an episode going on, in the order of the stack
         agents = StackedAgents([r.agent for r in runners])
-        hidden = torch.zeros(len(runners), n, a, agents.hidden_dim, device=device, dtype=dtype)  # nn.GRU's h0 = None
-        last_action = torch.full((len(runners), n, 1, a), NO_ACTION, dtype=torch.int64, device=device)
+        hidden_KNAH = torch.zeros(len(runners), n, a, agents.hidden_dim, device=device, dtype=dtype)  # nn.GRU's h0=None
+        last_action_KN1A = torch.full((len(runners), n, 1, a), NO_ACTION, dtype=torch.int64, device=device)
         for t in range(first.max_t):
             for k in live:
                 records[k].observe(t, arrays[k])
-            obs = torch.as_tensor(np.stack([arrays[k].obs for k in live]), device=device, dtype=dtype)  # [K,N,A,O]
-            inputs = first.agent.build_inputs(obs.reshape(len(live) * n, 1, a, -1), last_action.reshape(-1, 1, a))
-            q, hidden = agents(inputs.reshape(len(live), n, *inputs.shape[1:]), hidden)  # q [K,N,1,A,U]
+            obs_KNAO = torch.as_tensor(np.stack([arrays[k].obs for k in live]), device=device, dtype=dtype)
+            inputs = first.agent.build_inputs(obs_KNAO.reshape(len(live) * n, 1, a, -1),
+                                              last_action_KN1A.reshape(len(live) * n, 1, a))
+            q_KN1AU, hidden_KNAH = agents(inputs.reshape(len(live), n, *inputs.shape[1:]), hidden_KNAH)
             chosen, going = [], []
-            for j, k in enumerate(live):
+            for j, k in enumerate(live):  # each run's own draws and env step, as in its EpisodeRunner.run
                 avail_t = torch.as_tensor(arrays[k].avail, device=device)
-                chosen.append(epsilon_greedy(q[j, :, 0], avail_t, epsilons[k], generators[k]))
+                chosen.append(epsilon_greedy(q_KN1AU[j, :, 0], avail_t, epsilons[k], generators[k]))
                 chosen_np = chosen[-1].cpu().numpy()
                 arrays[k], reward, terminated, truncated, info = runners[k].env.step(chosen_np)
                 going.append(records[k].step(t, chosen_np, arrays[k], reward, terminated, truncated, info))
-            last_action = torch.stack(chosen).unsqueeze(2)
+            last_action_KN1A = torch.stack(chosen).unsqueeze(2)
             if not all(going):  # runs whose N episodes all ended leave the stack
                 keep = [j for j, still in enumerate(going) if still]
                 if not keep:
@@ -90,5 +91,5 @@ class GroupRunner:
                 live = [live[j] for j in keep]
                 agents = agents.select(keep)
                 index = torch.tensor(keep, device=device)
-                hidden, last_action = hidden.index_select(0, index), last_action.index_select(0, index)
+                hidden_KNAH, last_action_KN1A = hidden_KNAH.index_select(0, index), last_action_KN1A.index_select(0, index)
         return [record.result() for record in records]

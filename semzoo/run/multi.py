@@ -13,8 +13,10 @@ Every random draw of a run comes from its own streams (its generator, its env se
 projection), never from process-global RNG state, so run k samples, explores and evaluates exactly as
 the single run with its seed and the sequential loop (``sequential=True``, which a group of K > 1 runs
 sets: acting does not overlap learning in a group); only the update's float rounding differs (vmapped
-kernels, batches padded to a common length), within 1e-5 relative per update. K = 1 is the plain Trainer,
-with the config as given.
+kernels, batches padded to a common length), within 1e-5 relative per update. The group's collection in
+lockstep acts with the runs' agents stacked, which may round otherwise in the last bit at some sizes (bit for
+bit on the development machine's CPU: ``tests/test_group_collect.py``). K = 1 is the plain Trainer, with the
+config as given.
 
 Checkpoints are taken group-wide: when one run saves, every unfinished run saves at the same iteration,
 so ``MultiTrainer.resume`` of the whole group continues bit for bit; a stop signal (``semzoo.run.stopping``)
