@@ -332,6 +332,10 @@ class TrainConfig:
     sequential: bool = False
     """Collect, then learn, one after the other (the loop of 0.2 and before); by default the next episodes are
     collected on a second thread while the learner updates, with policy parameters one batch's updates behind."""
+    group_collect: bool = True
+    """A group of seeds (`--seeds`) collects its runs' episodes in lockstep, one agent forward per step for all its
+    runs (their parameters stacked); off, each run collects on its own, one after another. The same episodes either
+    way, up to the float rounding of the stacked forward."""
     compile_update: bool = False
     """On a CUDA device, compile the update's loss (torch.compile, CUDA graphs), batches padded to a few lengths so
     that episode lengths do not force recompiles; elsewhere the plain update runs. Off by default (GPU speed-up not

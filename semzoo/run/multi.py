@@ -2,7 +2,8 @@
 
     build K ordinary Trainers (own env, replay H, episodic table, generator, run directory, lock, checkpoints)
     repeat while a run has env steps to go:
-        every unfinished run collects N episodes with its own runner            (Trainer.collect)
+        every unfinished run collects N episodes, all in lockstep: one agent   (run/group_runner.py;
+            forward per step for all runs (group_collect; off: run by run)      Trainer.collect)
         while some run owes an update: each owing run samples its own batch,   (Trainer.next_update_batch)
             one vmapped gradient step updates them all                          (learners/stacked.py)
         per run: target sync, then log / evaluate / checkpoint at its intervals (Trainer.finish_learning, ...)
@@ -12,8 +13,10 @@ Every random draw of a run comes from its own streams (its generator, its env se
 projection), never from process-global RNG state, so run k samples, explores and evaluates exactly as
 the single run with its seed and the sequential loop (``sequential=True``, which a group of K > 1 runs
 sets: acting does not overlap learning in a group); only the update's float rounding differs (vmapped
-kernels, batches padded to a common length), within 1e-5 relative per update. K = 1 is the plain Trainer,
-with the config as given.
+kernels, batches padded to a common length), within 1e-5 relative per update. The group's collection in
+lockstep acts with the runs' agents stacked, which may round otherwise in the last bit at some sizes (bit for
+bit on the development machine's CPU: ``tests/test_group_collect.py``). K = 1 is the plain Trainer, with the
+config as given.
 
 Checkpoints are taken group-wide: when one run saves, every unfinished run saves at the same iteration,
 so ``MultiTrainer.resume`` of the whole group continues bit for bit; a stop signal (``semzoo.run.stopping``)
@@ -35,7 +38,9 @@ import numpy as np
 from semzoo.config import TrainConfig
 from semzoo.learners.stacked import StackedUpdate
 from semzoo.run import memory_plan
+from semzoo.run.group_runner import GroupRunner
 from semzoo.run.rundir import new_run_dir
+from semzoo.run.runner import RolloutStats
 from semzoo.run.stopping import RunStopped, StopRequest, stop_on_signals
 from semzoo.run.trainer import Progress, Trainer
 
@@ -99,6 +104,9 @@ class MultiTrainer:
         self.trainers = list(trainers)
         self.progress = progress
         self._stacked = StackedUpdate([t.learner for t in self.trainers]) if len(self.trainers) > 1 else None
+        # One agent forward per step for all runs (``group_collect``) where their agents stack; else run by run.
+        self._group_collect = (len(self.trainers) > 1 and trainers[0].config.group_collect
+                               and GroupRunner.why_not([t.runner for t in self.trainers]) is None)
 
     @classmethod
     def create(cls, config: TrainConfig, seeds: Sequence[int], *, tensorboard: bool = True,
@@ -171,12 +179,9 @@ class MultiTrainer:
         done = [t.counters.env_steps >= t.config.steps for t in self.trainers]
         while not all(done):
             active = [t for t, finished in zip(self.trainers, done) if not finished]
-            stats = []
-            for t in active:
-                t0 = time.perf_counter()
-                stats.append(t.collect())
-                t.window.add_time("time_collect_s", time.perf_counter() - t0)
-                t.owe_updates(len(stats[-1].returns))
+            stats = self._collect(active)
+            for t, rollout in zip(active, stats):
+                t.owe_updates(len(rollout.returns))
             t0 = time.perf_counter()
             self._learn(active)
             for t in active:
@@ -194,6 +199,26 @@ class MultiTrainer:
                 going = [t for t, finished in zip(self.trainers, done) if not finished]
                 raise RunStopped(request.signum, [t.checkpoint_to_stop() for t in going])
         return [t._last_eval for t in self.trainers]
+
+    def _collect(self, active: Sequence[Trainer]) -> list[RolloutStats]:
+        """Each run's N training episodes (``Trainer.collect``): in lockstep (``GroupRunner``) or run by run."""
+        if not self._group_collect:
+            stats = []
+            for t in active:
+                t0 = time.perf_counter()
+                stats.append(t.collect())
+                t.window.add_time("time_collect_s", time.perf_counter() - t0)
+            return stats
+        t0 = time.perf_counter()
+        plans = [t.next_collection() for t in active]
+        collected = GroupRunner([t.runner for t in active]).run(
+            epsilons=[epsilon for epsilon, _ in plans], seeds=[seed for _, seed in plans],
+            generators=[t.generator for t in active])
+        for t, (batch, rollout) in zip(active, collected):
+            t.store(batch, rollout)
+        for t in active:
+            t.window.add_time("time_collect_s", (time.perf_counter() - t0) / len(active))  # the group's time, shared
+        return [rollout for _, rollout in collected]
 
     def _learn(self, active: Sequence[Trainer]) -> None:
         """The updates owed, one vmapped step at a time over the runs that owe one (each samples its own batch)."""

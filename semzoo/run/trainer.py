@@ -307,7 +307,7 @@ class Trainer:
                     else:
                         batch, stats, seconds = in_flight.result()  # re-raises the collector's exception
                     self.window.add_time("time_collect_s", seconds)
-                    self._store(batch, stats)
+                    self.store(batch, stats)
                     self.owe_updates(len(stats.returns))
                     self.acting_agent.load_state_dict(self.agent.state_dict())  # the next batch acts before these updates
                     self.end_iteration(stats, wall_at_start + time.perf_counter() - clock)
@@ -360,15 +360,20 @@ class Trainer:
 
     def collect(self) -> RolloutStats:
         """N epsilon-greedy training episodes into the replay buffer H and the episodic memory's pending set M."""
-        batch, stats = self.runner.run(epsilon=self.epsilon(), seed=self._collect_seed(), generator=self.generator)
-        self._store(batch, stats)
+        epsilon, seed = self.next_collection()
+        batch, stats = self.runner.run(epsilon=epsilon, seed=seed, generator=self.generator)
+        self.store(batch, stats)
         return stats
+
+    def next_collection(self) -> tuple[float, int]:
+        """Epsilon and env seed of the next training batch (``collect``; semzoo.run.multi collects K runs' at once)."""
+        return self.epsilon(), self._collect_seed()
 
     def _collect_seed(self) -> int:
         """Env seed of the next training batch: the run's training stream at the episodes collected so far."""
         return (self.config.seed * SEED_STRIDE + self.counters.episodes) % 2**31
 
-    def _store(self, batch: EpisodeBatch, stats: RolloutStats) -> None:
+    def store(self, batch: EpisodeBatch, stats: RolloutStats) -> None:
         """A collected batch into the replay buffer H and the pending set M; the counters move on past it."""
         c = self.counters
         if self.config.learner.timeout_as_terminal:  # PyMARL: a time limit ends the episode like a real end
