@@ -750,19 +750,22 @@ def check_steps(runs: Sequence[RunSeries], metric: str, at: Sequence[int]) -> No
                          f"run reached {furthest:,}; ask --at for steps up to that")
 
 
+def _env_cell(row: Aggregate | Improvement) -> str:
+    """A table row's env: its id, or 'all (N envs)' for the row across envs."""
+    return row.env if row.env != ALL_ENVS else f"all ({row.envs} envs)"
+
+
 def _aggregate_table(rows: Sequence[Aggregate], title: str) -> str:
     lines = [title, "", "| env | algo | seeds | IQM [95 % CI] | mean [95 % CI] |", "|---|---|---:|---|---|"]
     for r in rows:
-        env = r.env if r.env != ALL_ENVS else f"all ({r.envs} envs)"
-        lines.append(f"| {env} | {r.algo} | {r.seeds} | {r.iqm.cell()} | {r.mean.cell()} |")
+        lines.append(f"| {_env_cell(r)} | {r.algo} | {r.seeds} | {r.iqm.cell()} | {r.mean.cell()} |")
     return "\n".join(lines)
 
 
 def _improvement_table(rows: Sequence[Improvement], title: str) -> str:
     lines = [title, "", "| env | P(X > Y) [95 % CI] | X | Y | seeds X / Y |", "|---|---|---|---|---:|"]
     for r in rows:
-        env = r.env if r.env != ALL_ENVS else f"all ({r.envs} envs)"
-        lines.append(f"| {env} | {r.probability.cell()} | {r.algo} | {r.base} | {r.seeds[0]} / {r.seeds[1]} |")
+        lines.append(f"| {_env_cell(r)} | {r.probability.cell()} | {r.algo} | {r.base} | {r.seeds[0]} / {r.seeds[1]} |")
     return "\n".join(lines)
 
 
