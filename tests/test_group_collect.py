@@ -113,6 +113,17 @@ def test_a_group_collects_the_episodes_of_its_single_runs_bit_for_bit(dtype):
         assert collection_differences("matrix:two_step", "qmix", iterations=12) == []
 
 
+def test_group_collect_check_fails_when_a_run_explores_with_its_neighbours_generator(monkeypatch):
+    """A planted change a refactor of the lockstep loop could make: run k draws its exploration from run k+1's generator."""
+    group_run = GroupRunner.run
+
+    def rotated(self, *, epsilons, seeds, generators):
+        return group_run(self, epsilons=epsilons, seeds=seeds, generators=[*generators[1:], generators[0]])
+
+    monkeypatch.setattr(GroupRunner, "run", rotated)
+    assert collection_differences("matrix:two_step", "qmix", iterations=12), "runs exploring with other runs' draws passed"
+
+
 @pytest.mark.smax
 def test_a_group_collects_smax_episodes_of_different_lengths_as_its_single_runs():
     pytest.importorskip("jaxmarl")
