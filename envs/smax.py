@@ -25,7 +25,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -107,8 +107,8 @@ class _Core:
 
     observation = (obs_AO, state_S, avail_AU, alive_A);  reset(key) -> (carry, observation);
     step(carry, actions_A) -> (carry, observation, (reward, terminated, truncated, won, dead_allies,
-    dead_enemies)). vreset / vstep are the same over N envs (one dispatch per call); kstep is vstep over K
-    groups of N envs: (K carries of N envs, actions_KNA, frozen_KN) -> (K carries, observation and flags
+    dead_enemies)). vreset / vstep are the same over N envs (one dispatch per call); kstep is vstep in a
+    loop over K groups of N envs: (K carries of N envs, actions_KNA, frozen_KN) -> (K carries, observation and flags
     stacked [K, N, ...]), one dispatch for all K x N envs.
     """
 
@@ -127,6 +127,8 @@ class _Core:
     vreset: Callable[..., Any]
     vstep: Callable[..., Any]
     kstep: Callable[..., Any]
+    group_sizes: set[int] = field(default_factory=set, compare=False)
+    """The K that kstep was called with (compiled for): a smaller group is padded up to one of them."""
 
 
 _CORES: dict[tuple[Any, ...], _Core] = {}
@@ -234,7 +236,9 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
     def kstep(carries_K: tuple[Any, ...], actions_KNA: jax.Array, frozen_KN: jax.Array) -> tuple[Any, Any, Any]:
         """Step K groups of N envs (K SMAXVecEnvs); the carries go in and come out one per group."""
         carry_KN = jax.tree.map(lambda *leaves: jnp.stack(leaves), *carries_K)
-        carry_KN, observation, flags = jax.vmap(vstep)(carry_KN, actions_KNA, frozen_KN)
+        # a loop over the K groups inside the one call, each the vec env's own step: vmap over K as well
+        # changes how XLA vectorises the step, and the state then differs from the vec env's in the last bit
+        carry_KN, observation, flags = jax.lax.map(lambda xs: vstep(*xs), (carry_KN, actions_KNA, frozen_KN))
         carries = tuple(jax.tree.map(lambda x, k=k: x[k], carry_KN) for k in range(len(carries_K)))
         return carries, observation, flags
 
@@ -534,7 +538,8 @@ class SMAXVecEnv:
         actions[k] is [N, A] (SMAC layout), or None to leave ``envs[k]`` as it is (its result is None). Each
         env ends up as its own ``step`` leaves it and returns what that returns; one dispatch and one
         ``jax.device_get`` for all K x N envs. An env left out still goes through the call, every env frozen
-        (a frozen env keeps its carry, PRNG key included), so the compiled step depends on K only.
+        (a frozen env keeps its carry, PRNG key included), so the compiled step depends on K only, and K envs
+        after a call with more envs are padded up to that size (compiled already).
         """
         problem = SMAXVecEnv.why_not_together(envs)
         if problem is None and len(actions) != len(envs):
@@ -556,9 +561,15 @@ class SMAXVecEnv:
             except (ValueError, TypeError) as err:
                 raise type(err)(f"envs[{k}]: {err}") from None
             frozen_K.append(env._frozen_N)
-        carries, observation, flags = first._core.kstep(
-            tuple(env._carry for env in envs), np.stack(actions_K), np.stack(frozen_K)
-        )
+        # a group that shrank (runs that finished training) is padded with frozen copies of env 0 up to a K
+        # compiled already: no compile of a few seconds per group size; a padded group's results are dropped
+        core, k = first._core, len(envs)
+        padded_k = min((size for size in core.group_sizes if size >= k), default=k)
+        core.group_sizes.add(padded_k)
+        carries_K = tuple(env._carry for env in envs) + (first._carry,) * (padded_k - k)
+        actions_K += [no_op_NA] * (padded_k - k)
+        frozen_K += [np.ones(first.n_envs, dtype=bool)] * (padded_k - k)
+        carries, observation, flags = core.kstep(carries_K, np.stack(actions_K), np.stack(frozen_K))
         observation, flags = jax.device_get((observation, flags))
         results: list[tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None] = []
         for k, (env, act) in enumerate(zip(envs, actions)):

@@ -272,6 +272,13 @@ def test_vec_envs_stepped_together_give_their_own_steps_bit_for_bit():
             assert same_carry(env._carry, want._carry) and np.array_equal(env._frozen_N, want._frozen_N)
             assert np.array_equal(env._arrays.state, want._arrays.state)
     assert len(ended_at) > 1, "every group ended at the same step: no group was stepped on after its end"
+    # two of the three (a group whose runs finished training): padded to the compiled size, the same steps
+    arrays = [env.reset(seed=seed) for env in together[:2] + alone[:2]][:2]
+    actions = [random_vec_actions(a.avail, rng) for a in arrays]
+    got = SMAXVecEnv.step_together(together[:2], actions)
+    wants = [env.step(act) for env, act in zip(alone[:2], actions)]
+    assert all(np.array_equal(g[0].state, w[0].state) and np.array_equal(g[1], w[1]) for g, w in zip(got, wants))
+    assert 2 not in together[0]._core.group_sizes, "a smaller group compiled a step of its own"
 
 
 def test_vec_envs_that_cannot_step_together_are_refused_naming_why():
