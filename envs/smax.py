@@ -24,8 +24,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -107,7 +107,9 @@ class _Core:
 
     observation = (obs_AO, state_S, avail_AU, alive_A);  reset(key) -> (carry, observation);
     step(carry, actions_A) -> (carry, observation, (reward, terminated, truncated, won, dead_allies,
-    dead_enemies)). vreset / vstep are the same over N envs (one dispatch per call).
+    dead_enemies)). vreset / vstep are the same over N envs (one dispatch per call); kstep is vstep in a
+    loop over K groups of N envs: (K carries of N envs, actions_KNA, frozen_KN) -> (K carries, observation and flags
+    stacked [K, N, ...]), one dispatch for all K x N envs.
     """
 
     env: Any
@@ -124,6 +126,9 @@ class _Core:
     step: Callable[..., Any]
     vreset: Callable[..., Any]
     vstep: Callable[..., Any]
+    kstep: Callable[..., Any]
+    group_sizes: set[int] = field(default_factory=set, compare=False)
+    """The K that kstep was called with (compiled for): a smaller group is padded up to one of them."""
 
 
 _CORES: dict[tuple[Any, ...], _Core] = {}
@@ -228,6 +233,15 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         flags = (reward * live, term & live, trunc & live, won & live, dead_a, dead_e)
         return carry, jax.vmap(observe)(carry), flags
 
+    def kstep(carries_K: tuple[Any, ...], actions_KNA: jax.Array, frozen_KN: jax.Array) -> tuple[Any, Any, Any]:
+        """Step K groups of N envs (K SMAXVecEnvs); the carries go in and come out one per group."""
+        carry_KN = jax.tree.map(lambda *leaves: jnp.stack(leaves), *carries_K)
+        # a loop over the K groups inside the one call, each the vec env's own step: vmap over K as well
+        # changes how XLA vectorises the step, and the state then differs from the vec env's in the last bit
+        carry_KN, observation, flags = jax.lax.map(lambda xs: vstep(*xs), (carry_KN, actions_KNA, frozen_KN))
+        carries = tuple(jax.tree.map(lambda x, k=k: x[k], carry_KN) for k in range(len(carries_K)))
+        return carries, observation, flags
+
     probe = jax.eval_shape(lambda k: observe(reset(k)), jax.random.PRNGKey(0))
     return _Core(
         env=env,
@@ -243,6 +257,7 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         step=jax.jit(step_and_observe),
         vreset=jax.jit(jax.vmap(reset_and_observe)),
         vstep=jax.jit(vstep),
+        kstep=jax.jit(kstep),  # compiles once per K
     )
 
 
@@ -490,6 +505,83 @@ class SMAXVecEnv:
         """Step all N envs with SMAC-layout actions [N, A]; dead agents' actions are replaced by the no-op."""
         if self._carry is None or self._arrays is None:
             raise RuntimeError("SMAXVecEnv.step called before reset()")
+        actions_NA = self._checked_actions(actions)
+        # numpy straight into the jitted step and one device_get for everything: each jnp.asarray
+        # and device_get is a dispatch of its own, and together they were 15 % of a vec step.
+        self._carry, observation, flags = self._core.vstep(
+            self._carry, actions_NA.astype(np.int32, copy=False), self._frozen_N
+        )
+        return self._stepped(*jax.device_get((observation, flags)))
+
+    @staticmethod
+    def why_not_together(envs: Sequence[Any]) -> str | None:
+        """Why ``envs`` cannot step together (``step_together``), or None: other classes, maps or options, sizes."""
+        if not envs:
+            return "no envs given"
+        first = envs[0]
+        if any(type(env) is not SMAXVecEnv for env in envs):
+            return "not all envs are SMAXVecEnvs"
+        if len({id(env) for env in envs}) < len(envs):
+            return "an env is given twice"
+        if any(env._core is not first._core for env in envs):
+            return "the envs differ in map, episode limit or SMAX options"
+        if any(env.n_envs != first.n_envs for env in envs):
+            return f"the envs differ in n_envs ({sorted({env.n_envs for env in envs})})"
+        return None
+
+    @staticmethod
+    def step_together(
+        envs: Sequence[SMAXVecEnv], actions: Sequence[np.ndarray | None]
+    ) -> list[tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None]:
+        """Step K vec envs of one configuration in one jitted call: ``envs[k].step(actions[k])`` for each k.
+
+        actions[k] is [N, A] (SMAC layout), or None to leave ``envs[k]`` as it is (its result is None). Each
+        env ends up as its own ``step`` leaves it and returns what that returns; one dispatch and one
+        ``jax.device_get`` for all K x N envs. An env left out still goes through the call, every env frozen
+        (a frozen env keeps its carry, PRNG key included), so the compiled step depends on K only, and K envs
+        after a call with more envs are padded up to that size (compiled already).
+        """
+        problem = SMAXVecEnv.why_not_together(envs)
+        if problem is None and len(actions) != len(envs):
+            problem = f"{len(envs)} envs with {len(actions)} actions: give one [n_envs, n_agents] array (or None) each"
+        if problem is None and any(env._carry is None or env._arrays is None for env in envs):
+            problem = "some env was not reset; call reset() on each first"
+        if problem is not None:
+            raise ValueError(f"SMAXVecEnv.step_together: {problem}")
+        first = envs[0]
+        no_op_NA = np.zeros((first.n_envs, first.n_agents), np.int32)
+        actions_K, frozen_K = [], []
+        for k, (env, act) in enumerate(zip(envs, actions)):
+            if act is None:  # nothing moves: every env frozen
+                actions_K.append(no_op_NA)
+                frozen_K.append(np.ones(env.n_envs, dtype=bool))
+                continue
+            try:
+                actions_K.append(env._checked_actions(act).astype(np.int32, copy=False))
+            except (ValueError, TypeError) as err:
+                raise type(err)(f"envs[{k}]: {err}") from None
+            frozen_K.append(env._frozen_N)
+        # a group that shrank (runs that finished training) is padded with frozen copies of env 0 up to a K
+        # compiled already: no compile of a few seconds per group size; a padded group's results are dropped
+        core, k = first._core, len(envs)
+        padded_k = min((size for size in core.group_sizes if size >= k), default=k)
+        core.group_sizes.add(padded_k)
+        carries_K = tuple(env._carry for env in envs) + (first._carry,) * (padded_k - k)
+        actions_K += [no_op_NA] * (padded_k - k)
+        frozen_K += [np.ones(first.n_envs, dtype=bool)] * (padded_k - k)
+        carries, observation, flags = core.kstep(carries_K, np.stack(actions_K), np.stack(frozen_K))
+        observation, flags = jax.device_get((observation, flags))
+        results: list[tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None] = []
+        for k, (env, act) in enumerate(zip(envs, actions)):
+            if act is None:
+                results.append(None)
+                continue
+            env._carry = carries[k]
+            results.append(env._stepped(tuple(x[k] for x in observation), tuple(x[k] for x in flags)))
+        return results
+
+    def _checked_actions(self, actions: np.ndarray) -> np.ndarray:
+        """``actions`` as a legal integer array [N, A], or the ValueError / TypeError of ``step``."""
         actions_NA = np.asarray(actions)
         if actions_NA.shape != (self.n_envs, self.n_agents):
             raise ValueError(
@@ -498,12 +590,12 @@ class SMAXVecEnv:
         if not np.issubdtype(actions_NA.dtype, np.integer):
             raise TypeError(f"actions must be integers, got dtype {actions_NA.dtype}")
         self._check_legal(actions_NA)
-        # numpy straight into the jitted step and one device_get for everything: each jnp.asarray
-        # and device_get is a dispatch of its own, and together they were 15 % of a vec step.
-        self._carry, observation, flags = self._core.vstep(
-            self._carry, actions_NA.astype(np.int32, copy=False), self._frozen_N
-        )
-        observation, flags = jax.device_get((observation, flags))
+        return actions_NA
+
+    def _stepped(
+        self, observation: Any, flags: Any
+    ) -> tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """Take in a step's host outputs (the carry is already set): arrays, frozen envs; returns ``step``'s tuple."""
         reward, terminated, truncated, won, _, _ = flags
         self._arrays = _host_arrays(observation)
         self._frozen_N = self._frozen_N | terminated | truncated

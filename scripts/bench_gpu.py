@@ -5,7 +5,9 @@ For ``--env`` and ``--algo`` on ``--device`` (cuda when a GPU is visible, else t
 - one run (seed 0) for ``--steps`` env steps, in the collect-then-learn loop (``--overlap``: the trainer's
   default loop, acting in the actor process while the learner updates);
 - a group of ``--seeds`` K runs (seeds 0..K-1) for ``--steps`` env steps each, through ``semzoo train --seeds``'s
-  path (``semzoo.run.multi.MultiTrainer``: the runs collect one after the other, their updates vmapped);
+  path (``semzoo.run.multi.MultiTrainer``: the runs collect in lockstep, ``semzoo.run.group_runner.GroupRunner``,
+  their env steps in one call where the env steps envs together, SMAX's ``step_together``; their updates
+  vmapped); ``--per-run-env-step``: the same with each run's envs stepped on their own;
 
 and prints, for each: the start-up seconds (building the run: env, networks, replay, memory, plus one throwaway
 batch, where SMAX's JAX step compiles; the actor process's start with ``--overlap``; the group is built after
@@ -15,8 +17,9 @@ its K runs), the steady-state env steps/s
 of that time spent collecting, updating and in the rest (storing, logging; read from the run's own
 ``time_collect_s`` and ``time_learn_s`` metrics). Then the milliseconds of one gradient update (batch sampled
 from run 0's buffer, moved to the device as the trainer moves it) and of one stacked update of the K runs
-(``semzoo.learners.stacked.StackedUpdate``), medians over ``--rounds``. The last line holds the figures as one
-JSON object, for machines.
+(``semzoo.learners.stacked.StackedUpdate``), medians over ``--rounds``; and the milliseconds of one env step of
+the K runs' envs, one by one and in one grouped call (where the env has one). The last line holds the figures as
+one JSON object, for machines.
 
     python scripts/bench_gpu.py --env smax:3s5z --seeds 8 --steps 20000
     python scripts/bench_gpu.py --env smax:3m --seeds 2 --steps 2000 --device cpu
@@ -41,6 +44,7 @@ import torch
 
 from semzoo.config import TrainConfig
 from semzoo.learners.stacked import StackedUpdate
+from semzoo.run import group_runner
 from semzoo.run.device import resolve_device
 from semzoo.run.multi import MultiTrainer
 from semzoo.run.rundir import new_run_dir
@@ -137,6 +141,32 @@ def update_ms(trainers: Sequence[Trainer], rounds: int, calls: int) -> tuple[flo
     return single, stacked
 
 
+def env_step_ms(trainers: Sequence[Trainer], rounds: int, calls: int) -> tuple[float | None, float | None]:
+    """(ms of one step of each run's envs, one env after the other; ms of one grouped step of them all: None where
+    the envs cannot step together). Every agent takes its first available action; an env whose episode ended
+    costs as much as one still going (SMAX steps its frozen envs and keeps their state)."""
+    envs = [trainer.env for trainer in trainers]
+    arrays = [env.reset(seed=1000 * k) for k, env in enumerate(envs)]
+
+    def first_legal() -> list[Any]:
+        return [a.avail.argmax(-1) for a in arrays]
+
+    def one_by_one() -> None:
+        for k, (env, actions) in enumerate(zip(envs, first_legal())):
+            arrays[k] = env.step(actions)[0]
+
+    per_run = median_ms(one_by_one, torch.device("cpu"), rounds, calls)  # device_get waits for the env step
+    step_together = group_runner.env_step_together(envs)
+    if step_together is None:
+        return per_run, None
+
+    def together() -> None:
+        for k, result in enumerate(step_together(envs, first_legal())):
+            arrays[k] = result[0]
+
+    return per_run, median_ms(together, torch.device("cpu"), rounds, calls)
+
+
 def bench(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     device = torch.device(args.device)
     config = TrainConfig(env=args.env, algo=args.algo, steps=args.steps, device=args.device, n_envs=args.n_envs,
@@ -166,8 +196,12 @@ def bench(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                    share_single=shares(window["collect_s"], window["learn_s"], window["seconds"],
                                        overlapped=args.overlap) if window else None)
 
-    figures.update(startup_s_group=None, steps_per_s_group=None, share_group=None, ms_update_stacked=None)
+    figures.update(startup_s_group=None, steps_per_s_group=None, share_group=None, ms_update_stacked=None,
+                   group_env_step="per run" if args.per_run_env_step else "together where the env can",
+                   ms_env_step_per_run=None, ms_env_step_together=None)
     if args.seeds > 1:
+        if args.per_run_env_step:  # GroupRunner finds no grouped env step: each run's envs step on their own
+            group_runner.env_step_together = lambda envs: None  # type: ignore[assignment]
         started = time.perf_counter()
         group_config = dataclasses.replace(config, sequential=True, out=str(out / "group"))
         group = MultiTrainer.create(group_config, list(range(args.seeds)), tensorboard=False)
@@ -178,6 +212,8 @@ def bench(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             group.run()
             windows = [steady(Path(t.run_dir or ""), warmup) for t in group.trainers]
             _, figures["ms_update_stacked"] = update_ms(group.trainers, args.rounds, args.calls)
+            figures["ms_env_step_per_run"], figures["ms_env_step_together"] = env_step_ms(
+                group.trainers, args.rounds, args.calls)
         finally:
             group.close()
         if all(w is not None for w in windows):
@@ -216,6 +252,11 @@ def report(figures: dict[str, Any]) -> None:
     print(f"ms per update   single {number(figures['ms_update_single'], '.2f')}"
           + (f"; stacked over {k} runs {number(stacked, '.2f')} per call"
              + ("" if stacked is None else f" ({stacked / k:.2f} per run)") if k > 1 else ""))
+    if k > 1:
+        together = figures["ms_env_step_together"]
+        print(f"ms per env step of the {k} runs ({figures['group_env_step']} in training): one by one "
+              f"{number(figures['ms_env_step_per_run'], '.2f')}, grouped "
+              + ("not available for this env" if together is None else f"{together:.2f}"))
     print(json.dumps(figures))
 
 
@@ -232,6 +273,8 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--overlap", action="store_true",
                         help="the single run acts in the actor process while it learns (the trainer's default loop)")
+    parser.add_argument("--per-run-env-step", action="store_true",
+                        help="the group's runs step their envs one by one (no grouped env step)")
     parser.add_argument("--rounds", type=int, default=5, help="rounds of update timing (medians over them)")
     parser.add_argument("--calls", type=int, default=8, help="updates per round")
     parser.add_argument("--out", default=None, help="folder for the runs' directories (default: a temporary one)")

@@ -125,10 +125,21 @@ def test_group_collect_check_fails_when_a_run_explores_with_its_neighbours_gener
 
 
 @pytest.mark.smax
-def test_a_group_collects_smax_episodes_of_different_lengths_as_its_single_runs():
+def test_a_group_collects_smax_episodes_of_different_lengths_as_its_single_runs(monkeypatch):
+    """The runs' SMAX envs step in one call (``SMAXVecEnv.step_together``), runs that left the stack included."""
     pytest.importorskip("jaxmarl")
+    from semzoo.envs.smax import SMAXVecEnv
+
+    calls, step_together = [], SMAXVecEnv.step_together
+
+    def counted(envs, actions):
+        calls.append(sum(act is not None for act in actions))
+        return step_together(envs, actions)
+
+    monkeypatch.setattr(SMAXVecEnv, "step_together", staticmethod(counted))
     with in_float64():
         assert collection_differences("smax:3m", "qmix", iterations=3) == []
+    assert calls and max(calls) == len(SEEDS) and min(calls) < len(SEEDS), "grouped steps, some after a run left"
 
 
 def count_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:

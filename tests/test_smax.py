@@ -3,6 +3,8 @@ and a soak of random episodes."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -217,6 +219,92 @@ def test_vec_env_follows_the_single_env_trajectories(map_name):
                 assert inf["battle_won"] == bool(info["battle_won"][i])
                 assert inf.get("episode_limit", False) == bool(trunc[i])
             done |= term | trunc
+
+
+def same_carry(x, y) -> bool:
+    """Two env carries (SMAX state and PRNG key) equal bit for bit."""
+    import jax
+
+    leaves_x, leaves_y = jax.tree.leaves(x), jax.tree.leaves(y)
+    return len(leaves_x) == len(leaves_y) and all(np.array_equal(np.asarray(a), np.asarray(b))
+                                                  for a, b in zip(leaves_x, leaves_y))
+
+
+def test_vec_envs_stepped_together_give_their_own_steps_bit_for_bit():
+    """K = 3 vec envs in one call (``step_together``) against the same envs stepped one by one, over two episodes
+    (the second continues each env's key stream): the same arrays, rewards and flags, and the same carries. A group
+    whose episodes all ended is stepped on (by None, or by actions into its frozen envs) and changes in nothing."""
+    k, n, seed = 3, 2, 10
+    together = [SMAXVecEnv("3m", n, episode_limit=40) for _ in range(k)]
+    alone = [SMAXVecEnv("3m", n, episode_limit=40) for _ in range(k)]
+    rng = np.random.default_rng(0)
+    ended_at = set()
+    for episode in range(2):
+        seeds = [seed + n * j if episode == 0 else None for j in range(k)]
+        arrays = [env.reset(seed=s) for env, s in zip(together, seeds)]
+        for env, s, want in zip(alone, seeds, arrays):
+            got = env.reset(seed=s)
+            assert all(np.array_equal(getattr(got, f), getattr(want, f)) for f in ("obs", "state", "avail", "alive"))
+        ended = np.zeros((k, n), dtype=bool)
+        going = [True] * k
+        for t in range(together[0].episode_limit):
+            # a finished group: group 0 is left out (None), the others get no-ops into their frozen envs
+            actions = [random_vec_actions(arrays[j].avail, rng) if going[j] else None if j == 0
+                       else np.zeros((n, 3), np.int64) for j in range(k)]
+            results = SMAXVecEnv.step_together(together, actions)
+            assert (results[0] is None) == (not going[0])
+            for j in range(k):
+                if not going[j]:
+                    continue
+                got, want = results[j], alone[j].step(actions[j])
+                for field in ("obs", "state", "avail", "alive"):
+                    assert np.array_equal(getattr(got[0], field), getattr(want[0], field)), (episode, t, j, field)
+                assert all(np.array_equal(g, w) for g, w in zip(got[1:4], want[1:4])), (episode, t, j)
+                assert np.array_equal(got[4]["battle_won"], want[4]["battle_won"])
+                arrays[j] = got[0]
+                ended[j] |= got[2] | got[3]
+                if ended[j].all():
+                    going[j] = False
+                    ended_at.add(t)
+            if not any(going):
+                break
+        for env, want in zip(together, alone):
+            assert same_carry(env._carry, want._carry) and np.array_equal(env._frozen_N, want._frozen_N)
+            assert np.array_equal(env._arrays.state, want._arrays.state)
+    assert len(ended_at) > 1, "every group ended at the same step: no group was stepped on after its end"
+    # two of the three (a group whose runs finished training): padded to the compiled size, the same steps
+    arrays = [env.reset(seed=seed) for env in together[:2] + alone[:2]][:2]
+    actions = [random_vec_actions(a.avail, rng) for a in arrays]
+    got = SMAXVecEnv.step_together(together[:2], actions)
+    wants = [env.step(act) for env, act in zip(alone[:2], actions)]
+    assert all(np.array_equal(g[0].state, w[0].state) and np.array_equal(g[1], w[1]) for g, w in zip(got, wants))
+    assert 2 not in together[0]._core.group_sizes, "a smaller group compiled a step of its own"
+
+
+def test_vec_envs_that_cannot_step_together_are_refused_naming_why():
+    env, other = SMAXVecEnv("3m", 2), SMAXVecEnv("3m", 2)
+    assert SMAXVecEnv.why_not_together([env, other]) is None
+    with pytest.raises(ValueError, match="some env was not reset"):
+        SMAXVecEnv.step_together([env, other], [None, None])
+    for envs, why in [([env, SMAXVecEnv("3m", 3)], "the envs differ in n_envs ([2, 3])"),
+                      ([env, SMAXVecEnv("3m", 2, episode_limit=7)], "the envs differ in map, episode limit or SMAX options"),
+                      ([env, SMAXVecEnv("2s3z", 2)], "the envs differ in map, episode limit or SMAX options"),
+                      ([env, env], "an env is given twice"), ([env, SMAXEnv("3m")], "not all envs are SMAXVecEnvs"),
+                      ([], "no envs given")]:
+        assert SMAXVecEnv.why_not_together(envs) == why
+        with pytest.raises(ValueError, match=f"^SMAXVecEnv.step_together: {re.escape(why)}$"):
+            SMAXVecEnv.step_together(envs, [None] * len(envs))
+    arrays = [env.reset(seed=0), other.reset(seed=2)]
+    with pytest.raises(ValueError, match="2 envs with 1 actions"):
+        SMAXVecEnv.step_together([env, other], [None])
+    illegal = random_vec_actions(arrays[1].avail, np.random.default_rng(0))
+    illegal[1, 2] = NOOP  # the no-op is for dead agents only: the error of other.step, naming the env
+    state_before = env._arrays.state.copy()
+    with pytest.raises(ValueError, match=r"^envs\[1\]: env 1 agent 2 cannot take action 0; available: "):
+        SMAXVecEnv.step_together([env, other], [random_vec_actions(arrays[0].avail, np.random.default_rng(1)), illegal])
+    assert np.array_equal(env._arrays.state, state_before)  # nothing stepped
+    with pytest.raises(TypeError, match=r"^envs\[0\]: actions must be integers"):
+        SMAXVecEnv.step_together([env, other], [np.zeros((2, 3)), None])
 
 
 SOAK_CASES = [

@@ -3,16 +3,24 @@
     reset each run's N envs with its own seed
     for t < max_t, while some run has an episode going on:
         the agents of the runs still collecting, their parameters stacked: one step   (agents/rnn.StackedAgents)
-        per run: epsilon-greedy with its own epsilon and generator, then its env step    (as EpisodeRunner.run)
+        per run: epsilon-greedy with its own epsilon and generator                      (as EpisodeRunner.run)
+        the runs' env steps: one call for all K runs' envs where their class steps envs together
+            (``step_together``, SMAX: one jitted step of K x N envs), else run by run
     a run whose N episodes have all ended leaves the stack; each run's EpisodeRecord gives its batch and stats
 
 Run k draws the same random numbers in the same order as its own ``EpisodeRunner.run`` (its generator, its envs'
 seeds), so it gets the same episodes up to the float rounding of the stacked forward.
+
+An env class steps envs together when it has ``why_not_together(envs) -> str | None`` and
+``step_together(envs, actions) -> results``: ``actions[k]`` is env k's [N, A] actions or None (env k left as it
+is, result None), and result k is what ``envs[k].step(actions[k])`` returns. A run that left the stack passes
+None, so the env call keeps one shape (K) for the whole collection.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -20,7 +28,21 @@ import torch
 from semzoo.agents.rnn import StackedAgents
 from semzoo.agents.selection import epsilon_greedy
 from semzoo.run.runner import EpisodeRecord, EpisodeRunner, RolloutStats
-from semzoo.types import NO_ACTION, EpisodeBatch
+from semzoo.types import NO_ACTION, EpisodeBatch, VecCTDEEnv
+
+StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]
+"""What ``VecCTDEEnv.step`` returns: (arrays, reward [N], terminated [N], truncated [N], info)."""
+
+
+def env_step_together(envs: Sequence[VecCTDEEnv]) -> Callable[..., list[StepResult | None]] | None:
+    """The env class's step of all ``envs`` in one call (``step_together``), when it has one and these envs can
+    step together (``why_not_together`` is None); else None (the envs step one by one)."""
+    kind = type(envs[0])
+    step_together = getattr(kind, "step_together", None)
+    why_not = getattr(kind, "why_not_together", None)
+    if step_together is None or why_not is None or why_not(envs) is not None:
+        return None
+    return step_together
 
 
 class GroupRunner:
@@ -31,6 +53,8 @@ class GroupRunner:
         if problem is not None:
             raise ValueError(f"GroupRunner: {problem}; collect run by run (EpisodeRunner.run) instead")
         self.runners = list(runners)
+        self.step_together = env_step_together([runner.env for runner in runners])
+        """One env call for all runs' steps, or None (each run's env steps on its own)."""
 
     @staticmethod
     def why_not(runners: Sequence[EpisodeRunner]) -> str | None:
@@ -76,13 +100,14 @@ class GroupRunner:
             inputs = first.agent.build_inputs(obs_KNAO.reshape(len(live) * n, 1, a, -1),
                                               last_action_KN1A.reshape(len(live) * n, 1, a))
             q_KN1AU, hidden_KNAH = agents(inputs.reshape(len(live), n, *inputs.shape[1:]), hidden_KNAH)
-            chosen, going = [], []
-            for j, k in enumerate(live):  # each run's own draws and env step, as in its EpisodeRunner.run
-                avail_t = torch.as_tensor(arrays[k].avail, device=device)
-                chosen.append(epsilon_greedy(q_KN1AU[j, :, 0], avail_t, epsilons[k], generators[k]))
-                chosen_np = chosen[-1].cpu().numpy()
-                arrays[k], reward, terminated, truncated, info = runners[k].env.step(chosen_np)
-                going.append(records[k].step(t, chosen_np, arrays[k], reward, terminated, truncated, info))
+            chosen = [epsilon_greedy(q_KN1AU[j, :, 0], torch.as_tensor(arrays[k].avail, device=device), epsilons[k],
+                                     generators[k]) for j, k in enumerate(live)]  # each run's own draws
+            chosen_np = [actions.cpu().numpy() for actions in chosen]
+            going = []
+            for k, actions_NA, (arrays_k, reward, terminated, truncated, info) in zip(
+                    live, chosen_np, self._step(live, chosen_np)):
+                arrays[k] = arrays_k
+                going.append(records[k].step(t, actions_NA, arrays_k, reward, terminated, truncated, info))
             last_action_KN1A = torch.stack(chosen).unsqueeze(2)
             if not all(going):  # runs whose N episodes all ended leave the stack
                 keep = [j for j, still in enumerate(going) if still]
@@ -93,3 +118,15 @@ class GroupRunner:
                 index = torch.tensor(keep, device=device)
                 hidden_KNAH, last_action_KN1A = hidden_KNAH.index_select(0, index), last_action_KN1A.index_select(0, index)
         return [record.result() for record in records]
+
+    def _step(self, live: list[int], actions: list[np.ndarray]) -> list[StepResult]:
+        """The env steps of the runs ``live`` with their ``actions`` [N, A] (in the order of ``live``)."""
+        if self.step_together is None:
+            return [self.runners[k].env.step(act) for k, act in zip(live, actions)]
+        all_actions: list[np.ndarray | None] = [None] * len(self.runners)  # a run that left: its envs stay as they are
+        for k, act in zip(live, actions):
+            all_actions[k] = act
+        results = self.step_together([runner.env for runner in self.runners], all_actions)
+        stepped = [results[k] for k in live]
+        assert all(result is not None for result in stepped), "a run given actions gets its step's result"
+        return [result for result in stepped if result is not None]
