@@ -32,7 +32,7 @@ import numpy as np
 
 from semzoo.envs.maps import SMAX_DEFAULT_EPISODE_LIMIT, UnknownMapError
 from semzoo.errors import MissingDependency
-from semzoo.types import CTDEArrays, StateLayout
+from semzoo.types import CTDEArrays, StateLayout, VecStep
 from semzoo.wrappers.smac import SMACParallelEnv, agent_names_for, check_obs_format
 
 
@@ -499,9 +499,7 @@ class SMAXVecEnv:
         self._arrays = self._to_arrays(observation)
         return self._arrays
 
-    def step(
-        self, actions: np.ndarray
-    ) -> tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    def step(self, actions: np.ndarray) -> VecStep:
         """Step all N envs with SMAC-layout actions [N, A]; dead agents' actions are replaced by the no-op."""
         if self._carry is None or self._arrays is None:
             raise RuntimeError("SMAXVecEnv.step called before reset()")
@@ -530,9 +528,7 @@ class SMAXVecEnv:
         return None
 
     @staticmethod
-    def step_together(
-        envs: Sequence[SMAXVecEnv], actions: Sequence[np.ndarray | None]
-    ) -> list[tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None]:
+    def step_together(envs: Sequence[SMAXVecEnv], actions: Sequence[np.ndarray | None]) -> list[VecStep | None]:
         """Step K vec envs of one configuration in one jitted call: ``envs[k].step(actions[k])`` for each k.
 
         actions[k] is [N, A] (SMAC layout), or None to leave ``envs[k]`` as it is (its result is None). Each
@@ -549,12 +545,12 @@ class SMAXVecEnv:
         if problem is not None:
             raise ValueError(f"SMAXVecEnv.step_together: {problem}")
         first = envs[0]
-        no_op_NA = np.zeros((first.n_envs, first.n_agents), np.int32)
+        no_op_NA, all_frozen_N = np.zeros((first.n_envs, first.n_agents), np.int32), np.ones(first.n_envs, dtype=bool)
         actions_K, frozen_K = [], []
         for k, (env, act) in enumerate(zip(envs, actions)):
             if act is None:  # nothing moves: every env frozen
                 actions_K.append(no_op_NA)
-                frozen_K.append(np.ones(env.n_envs, dtype=bool))
+                frozen_K.append(all_frozen_N)
                 continue
             try:
                 actions_K.append(env._checked_actions(act).astype(np.int32, copy=False))
@@ -568,10 +564,10 @@ class SMAXVecEnv:
         core.group_sizes.add(padded_k)
         carries_K = tuple(env._carry for env in envs) + (first._carry,) * (padded_k - k)
         actions_K += [no_op_NA] * (padded_k - k)
-        frozen_K += [np.ones(first.n_envs, dtype=bool)] * (padded_k - k)
+        frozen_K += [all_frozen_N] * (padded_k - k)
         carries, observation, flags = core.kstep(carries_K, np.stack(actions_K), np.stack(frozen_K))
         observation, flags = jax.device_get((observation, flags))
-        results: list[tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]] | None] = []
+        results: list[VecStep | None] = []
         for k, (env, act) in enumerate(zip(envs, actions)):
             if act is None:
                 results.append(None)
@@ -592,9 +588,7 @@ class SMAXVecEnv:
         self._check_legal(actions_NA)
         return actions_NA
 
-    def _stepped(
-        self, observation: Any, flags: Any
-    ) -> tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    def _stepped(self, observation: Any, flags: Any) -> VecStep:
         """Take in a step's host outputs (the carry is already set): arrays, frozen envs; returns ``step``'s tuple."""
         reward, terminated, truncated, won, _, _ = flags
         self._arrays = _host_arrays(observation)

@@ -84,6 +84,10 @@ def packed_copy(tensors: dict[str, torch.Tensor], device: torch.device | str) ->
             .view(value.dtype).view(value.shape) for name, value in tensors.items()}
 
 
+VecStep = tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]
+"""What a vec env's ``step`` returns: (arrays, reward [N], terminated [N], truncated [N], info)."""
+
+
 @runtime_checkable
 class VecCTDEEnv(Protocol):
     """N environments stepped in lockstep, exposing fixed-shape arrays.
@@ -107,9 +111,7 @@ class VecCTDEEnv(Protocol):
 
     def reset(self, seed: int | None = None) -> CTDEArrays: ...
 
-    def step(
-        self, actions: np.ndarray
-    ) -> tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]: ...
+    def step(self, actions: np.ndarray) -> VecStep: ...
 
     def close(self) -> None: ...
 

@@ -20,7 +20,6 @@ None, so the env call keeps one shape (K) for the whole collection.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import torch
@@ -28,13 +27,10 @@ import torch
 from semzoo.agents.rnn import StackedAgents
 from semzoo.agents.selection import epsilon_greedy
 from semzoo.run.runner import EpisodeRecord, EpisodeRunner, RolloutStats
-from semzoo.types import NO_ACTION, EpisodeBatch, VecCTDEEnv
-
-StepResult = tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]
-"""What ``VecCTDEEnv.step`` returns: (arrays, reward [N], terminated [N], truncated [N], info)."""
+from semzoo.types import NO_ACTION, EpisodeBatch, VecCTDEEnv, VecStep
 
 
-def env_step_together(envs: Sequence[VecCTDEEnv]) -> Callable[..., list[StepResult | None]] | None:
+def env_step_together(envs: Sequence[VecCTDEEnv]) -> Callable[..., list[VecStep | None]] | None:
     """The env class's step of all ``envs`` in one call (``step_together``), when it has one and these envs can
     step together (``why_not_together`` is None); else None (the envs step one by one)."""
     kind = type(envs[0])
@@ -53,7 +49,8 @@ class GroupRunner:
         if problem is not None:
             raise ValueError(f"GroupRunner: {problem}; collect run by run (EpisodeRunner.run) instead")
         self.runners = list(runners)
-        self.step_together = env_step_together([runner.env for runner in runners])
+        self.envs = [runner.env for runner in runners]
+        self.step_together = env_step_together(self.envs)
         """One env call for all runs' steps, or None (each run's env steps on its own)."""
 
     @staticmethod
@@ -119,14 +116,14 @@ class GroupRunner:
                 hidden_KNAH, last_action_KN1A = hidden_KNAH.index_select(0, index), last_action_KN1A.index_select(0, index)
         return [record.result() for record in records]
 
-    def _step(self, live: list[int], actions: list[np.ndarray]) -> list[StepResult]:
+    def _step(self, live: list[int], actions: list[np.ndarray]) -> list[VecStep]:
         """The env steps of the runs ``live`` with their ``actions`` [N, A] (in the order of ``live``)."""
         if self.step_together is None:
-            return [self.runners[k].env.step(act) for k, act in zip(live, actions)]
+            return [self.envs[k].step(act) for k, act in zip(live, actions)]
         all_actions: list[np.ndarray | None] = [None] * len(self.runners)  # a run that left: its envs stay as they are
         for k, act in zip(live, actions):
             all_actions[k] = act
-        results = self.step_together([runner.env for runner in self.runners], all_actions)
+        results = self.step_together(self.envs, all_actions)
         stepped = [results[k] for k in live]
         assert all(result is not None for result in stepped), "a run given actions gets its step's result"
         return [result for result in stepped if result is not None]
