@@ -272,7 +272,7 @@ class LearnerConfig:
     buffer but round what the learner sees (lossy, off by default; its effect on learning is not measured)."""
     replay_device: Literal["host", "run"] = "host"
     """Where the replay buffer lives: 'host' memory, or the run's device ('run': on a GPU an update's batch is
-    gathered there, with no host-to-device copy; counted against the GPU's memory). The same run either way."""
+    gathered there instead of copied from the host; counted against the GPU's memory). The same run either way."""
 
     def __post_init__(self) -> None:
         check_fields(self)
