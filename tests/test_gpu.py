@@ -15,12 +15,14 @@ import warnings
 
 import pytest
 import torch
+from golden_runs import metric_rows
 
 from semzoo import TrainConfig, algorithm_ids, train
 from semzoo.agents.rnn import RNNAgent
 from semzoo.agents.selection import epsilon_greedy
 from semzoo.config import LearnerConfig
 from semzoo.run.device import share_gpu_with_jax
+from semzoo.run.multi import MultiTrainer
 from semzoo.run.trainer import Trainer
 from semzoo.types import packed_copy
 
@@ -184,3 +186,29 @@ def test_an_update_batch_reaches_the_gpu_in_one_copy_with_its_keys_on_the_host()
         assert math.isfinite(trainer.learner.train(moved)["loss"])
     finally:
         trainer.close()
+
+
+def group_losses(config: TrainConfig, seeds: list[int]) -> tuple[bool, list[list[float]]]:
+    """Train ``config`` as a group of ``seeds``: whether its stacked update was compiled, and each run's logged losses."""
+    group = MultiTrainer.create(config, seeds, tensorboard=False)
+    try:
+        compiled = group._stacked is not None and group._stacked.compiled_loss is not None
+        results = group.run()
+    finally:
+        group.close()
+    assert all(math.isfinite(result["test_return_mean"]) for result in results)
+    return compiled, [[row[4] for row in metric_rows(t.run_dir) if row[3] == "loss"] for t in group.trainers]
+
+
+@needs_gpu
+def test_a_group_with_the_compiled_update_trains_on_the_gpu_close_to_the_plain_group(tmp_path):
+    """``--seeds 0-1 --compile-update`` on CUDA: the vmapped loss compiled (CUDA graphs), losses as the plain group's."""
+    losses = {}
+    for compile_update in (False, True):
+        config = TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=200, n_envs=4, test_interval=100,
+                             test_episodes=4, log_interval=40, device="cuda", compile_update=compile_update,
+                             out=str(tmp_path / f"compile_{compile_update}"), learner=SMALL)
+        compiled, losses[compile_update] = group_losses(config, [0, 1])
+        assert compiled == compile_update
+    assert all(len(run) >= 3 for run in losses[False])  # a few logged windows of updates per run
+    assert losses[True] == pytest.approx(losses[False], rel=1e-3)
