@@ -16,6 +16,7 @@ import warnings
 
 import pytest
 import torch
+from golden_runs import metric_rows
 
 from semzoo import TrainConfig, algorithm_ids, train, train_seeds
 from semzoo.agents.rnn import RNNAgent
@@ -25,6 +26,7 @@ from semzoo.replay.buffer import EpisodeReplayBuffer
 from semzoo.run import memory_plan
 from semzoo.run.checkpoint import CheckpointManager
 from semzoo.run.device import share_gpu_with_jax
+from semzoo.run.multi import MultiTrainer
 from semzoo.run.trainer import Trainer
 from semzoo.types import EpisodeBatch, packed_copy
 
@@ -268,3 +270,29 @@ def test_the_memory_plan_counts_a_gpu_replay_buffer_on_the_gpu():
     the_plan, _, device_available = memory_plan.check(config, memory_plan.env_sizes(config))
     assert the_plan.replay_on_device and the_plan.replay_device == "cuda" and device_available is not None
     assert device_available > 0 and " worst on cuda of " in the_plan.line(None, device_available)
+
+
+def group_losses(config: TrainConfig, seeds: list[int]) -> tuple[bool, list[list[float]]]:
+    """Train ``config`` as a group of ``seeds``: whether its stacked update was compiled, and each run's logged losses."""
+    group = MultiTrainer.create(config, seeds, tensorboard=False)
+    try:
+        compiled = group._stacked is not None and group._stacked.compiled_loss is not None
+        results = group.run()
+    finally:
+        group.close()
+    assert all(math.isfinite(result["test_return_mean"]) for result in results)
+    return compiled, [[row[4] for row in metric_rows(t.run_dir) if row[3] == "loss"] for t in group.trainers]
+
+
+@needs_gpu
+def test_a_group_with_the_compiled_update_trains_on_the_gpu_close_to_the_plain_group(tmp_path):
+    """``--seeds 0-1 --compile-update`` on CUDA: the vmapped loss compiled (CUDA graphs), losses as the plain group's."""
+    losses = {}
+    for compile_update in (False, True):
+        config = TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=200, n_envs=4, test_interval=100,
+                             test_episodes=4, log_interval=40, device="cuda", compile_update=compile_update,
+                             out=str(tmp_path / f"compile_{compile_update}"), learner=SMALL)
+        compiled, losses[compile_update] = group_losses(config, [0, 1])
+        assert compiled == compile_update
+    assert all(len(run) >= 3 for run in losses[False])  # a few logged windows of updates per run
+    assert losses[True] == pytest.approx(losses[False], rel=1e-3)
