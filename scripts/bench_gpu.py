@@ -16,7 +16,8 @@ its K runs), the steady-state env steps/s
 (the log windows of metrics.csv past ``--warmup`` env steps; a group's is the sum of its runs'), and the shares
 of that time spent collecting, updating and in the rest (storing, logging; read from the run's own
 ``time_collect_s`` and ``time_learn_s`` metrics). Then the milliseconds of one gradient update (batch sampled
-from run 0's buffer, moved to the device as the trainer moves it) and of one stacked update of the K runs
+from run 0's buffer, moved to the device as the trainer moves it; ``--replay-device run`` keeps the buffers on the
+device, so the batch is gathered there) and of one stacked update of the K runs
 (``semzoo.learners.stacked.StackedUpdate``), medians over ``--rounds``; and the milliseconds of one env step and
 of one env reset of the K runs' envs, one by one and in one grouped call (where the env has one). The last line
 holds the figures as one JSON object, for machines.
@@ -42,7 +43,7 @@ from typing import Any
 
 import torch
 
-from semzoo.config import TrainConfig
+from semzoo.config import LearnerConfig, TrainConfig
 from semzoo.learners.stacked import StackedUpdate
 from semzoo.run import group_runner
 from semzoo.run.device import resolve_device
@@ -184,13 +185,15 @@ def bench(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     device = torch.device(args.device)
     config = TrainConfig(env=args.env, algo=args.algo, steps=args.steps, device=args.device, n_envs=args.n_envs,
                          out=str(out), test_interval=NEVER, test_episodes=args.n_envs, save_interval=0,
-                         log_interval=args.log_interval or max(1, args.steps // 10), sequential=not args.overlap)
+                         log_interval=args.log_interval or max(1, args.steps // 10), sequential=not args.overlap,
+                         learner=LearnerConfig(replay_device=args.replay_device))
     warmup = args.steps // 4 if args.warmup is None else args.warmup
     figures: dict[str, Any] = {"env": args.env, "algo": args.algo, "device": str(device),
                                "device_name": device_name(device), "torch": torch.__version__,
                                "torch_threads": config.threads, "runs": args.seeds,
                                "steps_per_run": args.steps, "warmup_steps": warmup,
-                               "single_loop": "overlapped" if args.overlap else "sequential"}
+                               "single_loop": "overlapped" if args.overlap else "sequential",
+                               "replay_device": args.replay_device}
 
     started = time.perf_counter()
     single_config = dataclasses.replace(config, run_name="single")
@@ -291,6 +294,8 @@ def main() -> None:
     parser.add_argument("--log-interval", type=int, default=0, help="env steps of a log window (default steps / 10)")
     parser.add_argument("--n-envs", type=int, default=8)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--replay-device", choices=["host", "run"], default="host",
+                        help="where the runs keep their replay buffers (learner.replay_device)")
     parser.add_argument("--overlap", action="store_true",
                         help="the single run acts in the actor process while it learns (the trainer's default loop)")
     parser.add_argument("--per-run-env-step", action="store_true",

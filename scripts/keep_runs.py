@@ -19,6 +19,8 @@ import json
 import shutil
 from pathlib import Path
 
+import torch
+
 from semzoo import absolute_metric
 from semzoo.analysis.protocol import read_absolute
 from semzoo.analysis.report import load_run, resolve_metric
@@ -53,7 +55,13 @@ def main() -> None:
     parser.add_argument("dest", type=Path, help="where to keep them (e.g. docs/results/<study>)")
     parser.add_argument("--device", default="cpu", help="device of the absolute metric's evaluation")
     parser.add_argument("--at", default="250000,500000", help="env steps of the summary lines (comma-separated)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads of the absolute metric's evaluation (default 1: its small batches gain "
+                             "little from more, and on a machine busy with training runs more threads fight them)")
     args = parser.parse_args()
+    if args.threads < 1:
+        parser.error(f"--threads {args.threads}: expected a positive number of threads, e.g. 1")
+    torch.set_num_threads(args.threads)
     if not args.study.is_dir():
         parser.error(f"study folder {str(args.study)!r} does not exist; give a sweep's --out folder")
     try:

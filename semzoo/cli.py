@@ -355,12 +355,12 @@ def _memory_plan(config: TrainConfig, runs: int = 1, label: str = "") -> None:
     from semzoo.run import memory_plan
 
     try:
-        plan, available = memory_plan.check(config, memory_plan.env_sizes(config), runs=runs)
+        plan, available, device_available = memory_plan.check(config, memory_plan.env_sizes(config), runs=runs)
     except memory_plan.MemoryPlanRefused as refused:
         fail(label + str(refused))
     except MissingStateLayout as err:  # a flag (or preset) the env cannot serve: a usage error
         fail(label + str(err), USAGE_ERROR)
-    typer.echo(label + plan.line(available), err=True)
+    typer.echo(label + plan.line(available, device_available), err=True)
 
 
 def _check_run_env_args(env_id: str, env_args: dict[str, Any]) -> None:

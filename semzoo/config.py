@@ -270,6 +270,9 @@ class LearnerConfig:
     replay_dtype: Literal["float32", "float16", "bfloat16"] = "float32"
     """Storage type of observations and states in the replay buffer. float32 is exact; float16/bfloat16 halve the
     buffer but round what the learner sees (lossy, off by default; its effect on learning is not measured)."""
+    replay_device: Literal["host", "run"] = "host"
+    """Where the replay buffer lives: 'host' memory, or the run's device ('run': on a GPU an update's batch is
+    gathered there instead of copied from the host; counted against the GPU's memory). The same run either way."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -84,6 +84,11 @@ def packed_copy(tensors: dict[str, torch.Tensor], device: torch.device | str) ->
             .view(value.dtype).view(value.shape) for name, value in tensors.items()}
 
 
+def on_device(value: torch.Tensor, device: torch.device) -> bool:
+    """Whether ``value`` lies on ``device`` (a device without an index, such as ``cuda``, matches any of its kind)."""
+    return value.device.type == device.type and (device.index is None or value.device.index == device.index)
+
+
 VecStep = tuple[CTDEArrays, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]
 """What a vec env's ``step`` returns: (arrays, reward [N], terminated [N], truncated [N], info)."""
 
@@ -163,10 +168,13 @@ class EpisodeBatch:
         """This batch as a gradient update on ``device`` reads it: the same batch where it already is.
 
         From the host to a GPU its fields travel in one copy (``packed_copy``: one transfer instead of
-        one per field), and ``state_keys`` stay on the host, where the memory's table reads them.
+        one per field), and ``state_keys`` stay on the host, where the memory's table reads them. A batch
+        gathered on ``device`` (a replay buffer there) is returned as it is: no copy, its state keys included.
         """
         device = torch.device(device)
         tensors = self.tensors()
+        if all(on_device(value, device) for value in tensors.values()):
+            return self
         if device.type != "cuda" or any(value.device.type != "cpu" for value in tensors.values()):
             return self.to(device)
         keys = tensors.pop("state_keys", None)

@@ -8,7 +8,7 @@ from semzoo.config import ConfigField
 
 SPECIAL = {"env": "matrix:penalty", "env_args": {"k": -10}, "algo": "qmix", "out": "elsewhere", "run_name": "named",
            "device": "cpu", "episode_limit": 7, "memory.miss_rule": "zero",
-           "learner.replay_dtype": "float16", "curiosity.curiosity_floor": 0.0001,
+           "learner.replay_dtype": "float16", "learner.replay_device": "run", "curiosity.curiosity_floor": 0.0001,
            "emu.emu_desirable_return": 8.0, "preset": "authors-smac", "mixer.qplex_transformation": "qatten",
            "mixer.qplex_lambda_layers": 1, "learner.learn_start_episodes": 100,
            "learner.td_lambda": 0.6}

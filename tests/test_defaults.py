@@ -123,6 +123,7 @@ NOT_FIXED: dict[str, str] = {
     "learner.timeout_as_terminal": "semzoo's choice (a time limit bootstraps); PyMARL treats it as terminal, a flag",
     "emu.emu_desirable_return": "semzoo's rule for envs that report no wins (EMU marks won episodes)",
     "compile_update": "a speed setting of semzoo's (CUDA only), no learning change",
+    "learner.replay_device": "a speed setting of semzoo's (where the replay buffer lives), no learning change",
     "group_collect": "a speed setting of semzoo's (--seeds groups), the same episodes up to float rounding",
     "preset": "semzoo's switch: none keeps the paper's defaults; authors-smac sets the authors' SMAC setups",
     "mixer.qplex_transformation": "semzoo's general QPLEX by default; Qatten is the authors' SMAC setup (the preset)",

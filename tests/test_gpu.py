@@ -9,20 +9,26 @@ compacting them at every call.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import warnings
 
 import pytest
 import torch
+from golden_runs import metric_rows
 
-from semzoo import TrainConfig, algorithm_ids, train
+from semzoo import TrainConfig, algorithm_ids, train, train_seeds
 from semzoo.agents.rnn import RNNAgent
 from semzoo.agents.selection import epsilon_greedy
 from semzoo.config import LearnerConfig
+from semzoo.replay.buffer import EpisodeReplayBuffer
+from semzoo.run import memory_plan
+from semzoo.run.checkpoint import CheckpointManager
 from semzoo.run.device import share_gpu_with_jax
+from semzoo.run.multi import MultiTrainer
 from semzoo.run.trainer import Trainer
-from semzoo.types import packed_copy
+from semzoo.types import EpisodeBatch, packed_copy
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU visible")
 SMALL = LearnerConfig(batch_size=4, buffer_size=16)
@@ -184,6 +190,112 @@ def test_an_update_batch_reaches_the_gpu_in_one_copy_with_its_keys_on_the_host()
         assert math.isfinite(trainer.learner.train(moved)["loss"])
     finally:
         trainer.close()
+
+
+ON_RUN = dataclasses.replace(SMALL, replay_device="run")
+"""The replay buffer on the run's device."""
+
+
+@needs_gpu
+def test_a_replay_buffer_on_the_gpu_hands_an_update_its_gathered_batch_with_no_host_copy(monkeypatch):
+    trainer = Trainer(TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=40, n_envs=4, device="cuda",
+                                  sequential=True, learner=ON_RUN))
+    try:
+        trainer.collect()
+        assert all(value.device.type == "cuda" for value in trainer.buffer.store.values())
+
+        def no_copy(*args, **kwargs):
+            raise AssertionError("an update's batch was copied from the host")
+
+        monkeypatch.setattr("semzoo.types.packed_copy", no_copy)
+        monkeypatch.setattr(EpisodeBatch, "to", no_copy)
+        gathered: list[EpisodeBatch] = []
+        gather = trainer.buffer._gather
+        monkeypatch.setattr(trainer.buffer, "_gather", lambda *args: gathered.append(gather(*args)) or gathered[-1])
+        trainer.counters.update_credit = 1.0
+        batch = trainer.next_update_batch()
+        assert batch is not None and batch is gathered[0]  # the gather's output itself
+        assert batch.state_keys is not None and all(value.device.type == "cuda" for value in batch.tensors().values())
+        assert math.isfinite(trainer.learner.train(batch)["loss"])
+    finally:
+        trainer.close()
+
+
+@needs_gpu
+def test_a_cuda_run_with_its_replay_buffer_on_the_gpu_trains_and_resumes_on_either_device(tmp_path):
+    config = TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=200, n_envs=4, test_interval=100, test_episodes=4,
+                         sequential=True, device="cuda", out=str(tmp_path), learner=ON_RUN)
+    run_dir, result = train(config, progress=False)
+    assert math.isfinite(result["test_return_mean"])
+    _, state = CheckpointManager(run_dir).load_latest()
+    assert all(v.device.type == "cpu" for v in state["buffer"].values() if isinstance(v, torch.Tensor))
+    resumed = Trainer.resume(run_dir, steps=240, tensorboard=False)
+    try:
+        assert resumed.buffer.store["obs"].device.type == "cuda"
+        resumed.run()
+        assert resumed.counters.env_steps >= 240 and math.isfinite(resumed._last_eval["test_return_mean"])
+        on_gpu = resumed.buffer.state_dict()
+    finally:
+        resumed.close()
+    # The GPU run's checkpoint resumes on the CPU, and a CPU buffer's state loads on the GPU, alike.
+    on_cpu = Trainer(dataclasses.replace(config, device="cpu", steps=240), _checkpoint=state)
+    try:
+        assert on_cpu.buffer.store["obs"].device.type == "cpu"
+        for name, value in state["buffer"].items():
+            assert not isinstance(value, torch.Tensor) or torch.equal(on_cpu.buffer.state_dict()[name], value), name
+        on_cpu.run()
+        assert on_cpu.counters.env_steps >= 240
+        back = EpisodeReplayBuffer(capacity=16, max_t=on_cpu.max_t, n_agents=on_cpu.env.n_agents,
+                                   obs_dim=on_cpu.env.obs_dim, state_dim=on_cpu.env.state_dim,
+                                   n_actions=on_cpu.env.n_actions, device="cuda")
+        back.load_state_dict(on_gpu)
+        assert back.store["obs"].device.type == "cuda"
+        for name, value in back.state_dict().items():
+            assert not isinstance(value, torch.Tensor) or torch.equal(value, on_gpu[name]), name
+    finally:
+        on_cpu.close()
+
+
+@needs_gpu
+def test_a_group_keeps_each_runs_replay_buffer_on_the_gpu(tmp_path):
+    config = TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=120, n_envs=4, test_interval=60, test_episodes=4,
+                         device="cuda", out=str(tmp_path), learner=ON_RUN)
+    results = train_seeds(config, [0, 1], progress=False, tensorboard=False)
+    assert len(results) == 2 and all(math.isfinite(r["test_return_mean"]) for _, r in results)
+
+
+@needs_gpu
+def test_the_memory_plan_counts_a_gpu_replay_buffer_on_the_gpu():
+    config = TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=200, device="cuda", learner=ON_RUN)
+    the_plan, _, device_available = memory_plan.check(config, memory_plan.env_sizes(config))
+    assert the_plan.replay_on_device and the_plan.replay_device == "cuda" and device_available is not None
+    assert device_available > 0 and " worst on cuda of " in the_plan.line(None, device_available)
+
+
+def group_losses(config: TrainConfig, seeds: list[int]) -> tuple[bool, list[list[float]]]:
+    """Train ``config`` as a group of ``seeds``: whether its stacked update was compiled, and each run's logged losses."""
+    group = MultiTrainer.create(config, seeds, tensorboard=False)
+    try:
+        compiled = group._stacked is not None and group._stacked.compiled_loss is not None
+        results = group.run()
+    finally:
+        group.close()
+    assert all(math.isfinite(result["test_return_mean"]) for result in results)
+    return compiled, [[row[4] for row in metric_rows(t.run_dir) if row[3] == "loss"] for t in group.trainers]
+
+
+@needs_gpu
+def test_a_group_with_the_compiled_update_trains_on_the_gpu_close_to_the_plain_group(tmp_path):
+    """``--seeds 0-1 --compile-update`` on CUDA: the vmapped loss compiled (CUDA graphs), losses as the plain group's."""
+    losses = {}
+    for compile_update in (False, True):
+        config = TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=200, n_envs=4, test_interval=100,
+                             test_episodes=4, log_interval=40, device="cuda", compile_update=compile_update,
+                             out=str(tmp_path / f"compile_{compile_update}"), learner=SMALL)
+        compiled, losses[compile_update] = group_losses(config, [0, 1])
+        assert compiled == compile_update
+    assert all(len(run) >= 3 for run in losses[False])  # a few logged windows of updates per run
+    assert losses[True] == pytest.approx(losses[False], rel=1e-3)
 
 
 @needs_gpu

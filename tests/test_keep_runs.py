@@ -46,3 +46,11 @@ def test_a_bad_at_is_a_usage_error_naming_it(tmp_path):
     result = keep(study, tmp_path / "kept", "--at", "250k")
     assert result.returncode == 2
     assert "--at '250k': expected comma-separated env-step counts" in result.stderr
+
+
+def test_a_bad_thread_count_is_a_usage_error_naming_it(tmp_path):
+    study = tmp_path / "study"
+    study.mkdir()
+    result = keep(study, tmp_path / "kept", "--threads", "0")
+    assert result.returncode == 2
+    assert "--threads 0: expected a positive number of threads" in result.stderr

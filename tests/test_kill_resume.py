@@ -1,4 +1,5 @@
-"""SIGKILL at random moments, then `semzoo train --resume`: every run finishes, losing at most one save interval."""
+"""SIGKILL at random moments, then `semzoo train --resume`: every run finishes, losing at most one save interval;
+a ``--seeds`` group killed between its saves continues bit for bit."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from golden_runs import metric_rows
+
+from semzoo.run.checkpoint import CheckpointManager
 from semzoo.run.rundir import logged_steps, run_finished
 from semzoo.runfiles import read_metrics
 
@@ -82,3 +86,50 @@ def test_runs_killed_at_random_moments_resume_and_finish(tmp_path):
     failures = [repr(e) for e in outcomes if e is not None]
     assert not failures, failures
     assert len(outcomes) == KILLS
+
+
+GROUP_ARGS = [arg for arg in ARGS if arg not in ("--run-name", "run")] + ["--seeds", "0-1"]
+GROUP_TRIES = 3
+
+
+def group_dirs(out: Path) -> list[Path]:
+    return sorted(p.parent for p in out.glob("*/config.json"))
+
+
+def test_a_group_killed_at_a_random_moment_resumes_bit_for_bit(tmp_path):
+    """SIGKILL a `--seeds 0-1` group between saves, `--resume` each of its runs: the runs' metric rows are those of
+    the group trained without a stop (a kill in the middle of the group's save, which leaves the runs' last
+    checkpoints apart, is drawn again: that case resumes within float tolerance, with a warning)."""
+    whole = subprocess.run(cli("train", "--out", str(tmp_path / "whole"), *GROUP_ARGS), env=child_env(),
+                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    assert whole.returncode == 0, whole.stderr
+    wanted = {d.name: metric_rows(d) for d in group_dirs(tmp_path / "whole")}
+    assert len(wanted) == 2
+    rng = random.Random(SEED)
+    for attempt in range(GROUP_TRIES):
+        out = tmp_path / f"killed{attempt}"
+        proc = subprocess.Popen(cli("train", "--out", str(out), *GROUP_ARGS), env=child_env(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        target = rng.randint(SAVE_INTERVAL + STEPS_PER_ITERATION, int(STEPS * KILL_BEFORE_FRACTION))
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while len(group_dirs(out)) < 2 or min(logged_steps(d) for d in group_dirs(out)) < target:
+            assert proc.poll() is None, "the group ended before it could be killed"
+            assert time.monotonic() < deadline, "the group did not reach the kill point"
+            time.sleep(POLL_S)
+        time.sleep(rng.uniform(0.0, MAX_EXTRA_DELAY_S))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        runs = group_dirs(out)
+        assert not any(run_finished(d) for d in runs), "killed too late: raise STEPS"
+        latest = [CheckpointManager(d).load_latest() for d in runs]
+        if None in latest or len({state["counters"]["episodes"] for _, state in latest}) > 1:
+            continue  # killed while the group was saving: its runs' checkpoints come from different iterations
+        resumed = subprocess.run(cli("train", *[arg for d in runs for arg in ("--resume", str(d))]), env=child_env(),
+                                 capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        assert resumed.returncode == 0, resumed.stderr
+        assert "different iterations" not in resumed.stderr
+        for run in runs:
+            assert run_finished(run, STEPS)
+            assert metric_rows(run) == wanted[run.name], run.name
+        return
+    raise AssertionError(f"every one of {GROUP_TRIES} kills fell in a group save: draw the kill points again")

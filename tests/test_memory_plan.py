@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from conftest import NO_ACTOR_FLAGS
+import torch
+from conftest import NO_ACTOR_FLAGS, PLAN_LINE
 from typer.testing import CliRunner
 
 from semzoo.cli import app
@@ -130,3 +131,55 @@ def test_a_seeds_group_started_from_python_is_refused_for_the_runs_together(monk
     assert not any(tmp_path.iterdir())  # refused before any run was built
     semzoo.train_seeds(config, [0, 1], progress=False, tensorboard=False)  # two fit: they train
     assert len(list(tmp_path.rglob("final.json"))) == 2
+
+
+CUDA = torch.device("cuda")
+ON_GPU = TrainConfig(env="smax:27m_vs_30m", algo="qmix", steps=500_000, learner=LearnerConfig(replay_device="run"))
+"""A run whose replay buffer lives on the run's device (its plan is asked for a CUDA device: no GPU needed)."""
+
+
+def test_a_replay_buffer_on_the_gpu_is_counted_against_the_gpu_not_the_host():
+    on_host = plan(dataclasses.replace(ON_GPU, learner=LearnerConfig()), SMAX_27M, device=CUDA)
+    on_gpu = plan(ON_GPU, SMAX_27M, device=CUDA)
+    assert on_host.replay_device == "host" and on_gpu.replay_device == "cuda"
+    assert on_gpu.replay_worst == on_host.replay_worst > 42e9 and on_gpu.device_worst == on_gpu.replay_worst
+    assert on_gpu.worst == on_host.worst - on_host.replay_worst and on_host.device_worst == 0
+    assert plan(ON_GPU, SMAX_27M, device=CUDA, runs=3).device_worst == 3 * on_gpu.replay_worst
+    line = on_gpu.line(500 * 10**9, 80 * 10**9)
+    assert line.startswith("memory plan: (replay buffer on cuda ") and " worst in host memory of 500 GB available; " in line
+    assert f"{memory_plan.gb(on_gpu.device_worst)} worst on cuda of 80 GB available; 1 update/episode" in line
+    # On the CPU 'run' is the host: the plan is the host's
+    assert plan(ON_GPU, SMAX_27M, device=torch.device("cpu")) == plan(dataclasses.replace(ON_GPU, learner=LearnerConfig()),
+                                                                      SMAX_27M, device=torch.device("cpu"))
+
+
+def test_a_replay_buffer_too_big_for_the_gpu_is_refused_with_the_host_among_the_options():
+    on_gpu = plan(ON_GPU, SMAX_27M, device=CUDA)
+    assert memory_plan.refusal(ON_GPU, SMAX_27M, on_gpu, 500 * 10**9, None) is None  # the GPU's memory unknown
+    assert memory_plan.refusal(ON_GPU, SMAX_27M, on_gpu, 500 * 10**9, 500 * 10**9) is None
+    reason = memory_plan.refusal(ON_GPU, SMAX_27M, on_gpu, 500 * 10**9, 24 * 10**9)
+    assert reason is not None and reason.startswith("memory plan: smax:27m_vs_30m qmix for 500,000 steps needs up to")
+    assert f"{memory_plan.gb(on_gpu.replay_worst)} per run on cuda (replay buffer on cuda worst case" in reason
+    assert "but cuda has 24 GB available" in reason and "a GPU with more memory" in reason
+    assert "--replay-device host (" in reason and "worst in host memory, fits)" in reason
+    size = int(reason.split("--buffer-size ")[1].split(";")[0])
+    smaller = dataclasses.replace(ON_GPU, learner=dataclasses.replace(ON_GPU.learner, buffer_size=size))
+    assert plan(smaller, SMAX_27M, device=CUDA).device_worst <= MEMORY_MARGIN * 24e9
+
+
+def test_check_measures_a_gpu_buffer_against_the_gpu_memory(monkeypatch):
+    config = dataclasses.replace(TINY_CONFIG, learner=dataclasses.replace(TINY_CONFIG.learner, replay_device="run"))
+    sizes = memory_plan.env_sizes(config)
+    fake_memory(monkeypatch, 500 * 10**9)
+    monkeypatch.setattr(memory_plan, "device_memory", lambda device: 1000)
+    with pytest.raises(memory_plan.MemoryPlanRefused, match=r"per run on cuda .* but cuda has 0.001 MB available"):
+        memory_plan.check(config, sizes, device=CUDA)
+    the_plan, available, device_available = memory_plan.check(config, sizes, device=torch.device("cpu"))
+    assert the_plan.replay_device == "host" and available == 500 * 10**9 and device_available is None
+
+
+def test_train_with_run_on_the_cpu_prints_the_host_plan(tmp_path):
+    result = runner.invoke(app, ["train", *TINY, "--replay-device", "run", "--device", "cpu", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    [line] = [line for line in result.output.splitlines() if line.startswith("memory plan:")]
+    assert PLAN_LINE.match(line) and "cuda" not in line and "host memory" not in line

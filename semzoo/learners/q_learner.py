@@ -81,18 +81,20 @@ class QLearner:
         self.compiled_loss: Any = None
         """``loss`` compiled by ``compile`` (None: the plain ``loss``)."""
 
-    def compile(self, bucket_steps: int) -> None:
-        """Compile ``loss`` (``torch.compile``, mode reduce-overhead: CUDA graphs) for updates on a GPU.
+    def compile(self, bucket_steps: int, *, backend: str = "inductor") -> None:
+        """Compile ``loss`` (``torch.compile``; with inductor, mode reduce-overhead: CUDA graphs) for updates on a GPU.
 
         Batches are padded up to a multiple of ``bucket_steps`` steps first, so episode lengths give a few
         shapes rather than one compile each; the padding is masked, so the loss is that of the batch as
-        sampled, up to the float rounding of sums over a longer time axis. ``StackedUpdate`` keeps the plain
-        ``loss`` (vmapped).
+        sampled, up to the float rounding of sums over a longer time axis. ``backend`` other than inductor
+        (``aot_eager``) traces the same function without a C compiler or a GPU: the CPU tests do. A group's
+        vmapped update compiles its own loss (``StackedUpdate.compile``).
         """
         if bucket_steps < 1:
             raise ValueError(f"bucket_steps={bucket_steps}: expected a positive number of steps")
         self.bucket_steps = bucket_steps
-        self.compiled_loss = torch.compile(self.loss, mode="reduce-overhead", dynamic=False)
+        how: dict[str, Any] = {"mode": "reduce-overhead"} if backend == "inductor" else {"backend": backend}
+        self.compiled_loss = torch.compile(self.loss, dynamic=False, **how)
 
     @property
     def memory_kind(self) -> str:

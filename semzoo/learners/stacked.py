@@ -9,6 +9,9 @@ K learners of one config (different seeds) each bring a batch sampled from their
     backward of the summed losses                    (each run's gradients reach its own modules)
     per run: its own QLearner.step (clip + RMSprop)
 
+With ``compile`` (a CUDA device's ``compile_update``) every batch of a call is padded up to the same multiple of
+``bucket_steps`` and the vmapped loss (and so its backward) runs under ``torch.compile``, CUDA graphs on a GPU.
+
 The many small ops of an update (the mixers' hypernetworks, masks, targets, the loss) are dispatched once
 for K runs instead of K times. Each learner and its optimiser stay the single source of truth: checkpoints,
 evaluation and resume read them as in a single run. The loss is ``QLearner.loss`` itself, not a copy.
@@ -39,12 +42,15 @@ class _GivenQ(nn.Module):
     """Stands in for an agent network inside the vmapped loss: returns the Q_a [B,T+1,A,U] computed before it.
 
     The agents' GRUs run outside vmap, one run at a time (PyTorch's fused CPU GRU kernel has no batching rule,
-    and its decomposition under vmap is about twice as slow); ``used`` records whether the loss read it.
+    and its decomposition under vmap is about twice as slow). The Q_a arrive as the buffer ``q`` through
+    ``functional_call``, like the mixers' parameters; ``used`` records whether an eager loss read them.
     """
+
+    q: torch.Tensor | None
 
     def __init__(self) -> None:
         super().__init__()
-        self.q: torch.Tensor | None = None
+        self.register_buffer("q", None, persistent=False)
         self.used = False
 
     def build_inputs(self, obs_BTAO: torch.Tensor, last_action_BTA: torch.Tensor) -> torch.Tensor:
@@ -52,7 +58,8 @@ class _GivenQ(nn.Module):
 
     def forward(self, inputs_BTAI: torch.Tensor, hidden_BAH: torch.Tensor | None = None) -> tuple[torch.Tensor, None]:
         assert self.q is not None, "the agent's Q values are computed before the vmapped loss"
-        self.used = True
+        if not torch.compiler.is_compiling():  # a compiled loss has no side effect; the first update runs eagerly
+            self.used = True
         return self.q, None
 
 
@@ -107,28 +114,61 @@ class StackedUpdate:
         for name, stand_in in self.given.items():
             setattr(template, name, stand_in)
         self.template = _Loss(template)
+        # functional_call is not strict (the stand-ins' Q_a buffers are set only for the networks the loss reads):
+        # every parameter the template holds is one of the runs' stacked ones.
+        assert {name: p.shape for name, p in self.template.named_parameters()} == shapes
         self._read: list[str] | None = None  # the agent networks the loss reads, known after the first update
         self._index = {id(learner): i for i, learner in enumerate(learners)}
+        self.bucket_steps = 1
+        """Every batch of a vmapped call is padded up to the same multiple of this many steps (1: to the longest)."""
+        self.compiled_loss: Any = None
+        """``vmapped_loss`` compiled by ``compile`` (None: the plain ``vmapped_loss``)."""
+
+    def compile(self, bucket_steps: int, *, backend: str = "inductor") -> None:
+        """Compile ``vmapped_loss`` (``torch.compile``; with inductor, mode reduce-overhead: CUDA graphs) for a GPU.
+
+        All the batches of an update are padded up to one multiple of ``bucket_steps`` and go to one vmapped call,
+        so episode lengths give a few shapes rather than one compile each; the padding is masked, so each run's
+        loss is that of its batch as sampled, up to the float rounding of sums over a longer time axis. The
+        first update runs eagerly (it finds which agent networks the loss reads). ``backend`` other than
+        inductor (``aot_eager``) traces the same function without a C compiler or a GPU: the CPU tests do.
+        """
+        if bucket_steps < 1:
+            raise ValueError(f"bucket_steps={bucket_steps}: expected a positive number of steps")
+        self.bucket_steps = bucket_steps
+        how: dict[str, Any] = {"mode": "reduce-overhead"} if backend == "inductor" else {"backend": backend}
+        self.compiled_loss = torch.compile(self.vmapped_loss, dynamic=False, **how)
 
     def _loss(self, params: dict[str, torch.Tensor], q: dict[str, torch.Tensor], clean: dict[str, torch.Tensor],
               lookup: dict[str, torch.Tensor] | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """One run's loss and diagnostics (called under vmap, so every tensor here is one run's)."""
-        for name, stand_in in self.given.items():
-            stand_in.q = q.get(name)
-        return functional_call(self.template, params, (clean, lookup), strict=True)
+        given = {f"nets.{name}.q": q_BTAU for name, q_BTAU in q.items()}  # the stand-ins' buffers, unset ones left None
+        return functional_call(self.template, {**params, **given}, (clean, lookup), strict=False)
+
+    def vmapped_loss(self, params_K: dict[str, torch.Tensor], q_K: dict[str, torch.Tensor],
+                     clean_K: dict[str, torch.Tensor], lookup_K: dict[str, torch.Tensor] | None,
+                     ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The K runs' losses [K] and diagnostics ([K] each): ``_loss`` vmapped over every input's leading run axis.
+
+        Tensor work only (the table's lookup and the agents' GRUs ran before it), so ``compile`` compiles it whole;
+        its backward reaches ``params_K`` and, through ``q_K``, the agents' networks.
+        """
+        in_dims = (0, 0, 0, None if lookup_K is None else 0)
+        return vmap(self._loss, in_dims=in_dims)(params_K, q_K, clean_K, lookup_K)
 
     def train(self, learners: Sequence[QLearner], batches: Sequence[EpisodeBatch]) -> list[dict[str, float]]:
         """One gradient step of each of ``learners`` on its batch; the diagnostics of each, as ``QLearner.train``.
 
         Runs whose batches have similar lengths (within ``PAD_RATIO``) update in one vmapped call; a run
-        left alone takes the plain ``QLearner.train``.
+        left alone takes the plain ``QLearner.train``. Compiled, all runs share one call: on a GPU the padding
+        costs less than another call, and every split would be another shape to compile.
         """
         if len(learners) != len(batches) or not learners:
             raise ValueError(f"{len(learners)} learners and {len(batches)} batches: expected one batch per learner")
         length = [batch.reward.shape[1] for batch in batches]
         chunks: list[list[int]] = []
         for i in sorted(range(len(batches)), key=lambda i: length[i]):
-            if chunks and length[i] <= PAD_RATIO * length[chunks[-1][0]]:
+            if chunks and (self.compiled_loss is not None or length[i] <= PAD_RATIO * length[chunks[-1][0]]):
                 chunks[-1].append(i)
             else:
                 chunks.append([i])
@@ -150,7 +190,8 @@ class StackedUpdate:
             learner.optimizer.zero_grad(set_to_none=True)
         # Q_a of every agent network the loss reads, run by run on the run's own batch (with gradient for the
         # trained ones), then padded with zeros like the batch: the GRU is causal and the loss masks padding.
-        n_slots = max(clean.reward.shape[1] for clean in own) + 1
+        n_steps = max(clean.reward.shape[1] for clean in own)
+        n_slots = -(-n_steps // self.bucket_steps) * self.bucket_steps + 1
         q_K: dict[str, torch.Tensor] = {}
         for name in self._read if self._read is not None else self.agent_names:
             per_run = []
@@ -172,12 +213,15 @@ class StackedUpdate:
         named = [dict(module.named_parameters()) for module in modules]
         params_K = {name: torch.stack([params[name].detach() for params in named]).requires_grad_(p.requires_grad)
                     for name, p in named[0].items()}
-        for stand_in in self.given.values():
-            stand_in.used = False
-        in_dims = (0, 0, 0, None if lookup_K is None else 0)
-        loss_K, stats_K = vmap(self._loss, in_dims=in_dims)(params_K, q_K, clean_K, lookup_K)
-        if self._read is None:
-            self._read = [name for name, stand_in in self.given.items() if stand_in.used]
+        if self._read is None or self.compiled_loss is None:
+            for stand_in in self.given.values():
+                stand_in.used = False
+            loss_K, stats_K = self.vmapped_loss(params_K, q_K, clean_K, lookup_K)
+            if self._read is None:
+                self._read = [name for name, stand_in in self.given.items() if stand_in.used]
+        else:
+            torch.compiler.cudagraph_mark_step_begin()  # the graphs' outputs of the last update are no longer read
+            loss_K, stats_K = self.compiled_loss(params_K, q_K, clean_K, lookup_K)
         loss_K.sum().backward()  # the runs share no parameter: each gets its own loss's gradient
         results = []
         for k, (learner, params) in enumerate(zip(learners, named)):

@@ -24,8 +24,13 @@ Storage types. Actions are kept in the smallest integer type that holds ``n_acti
 bool, state keys as int32: lossless. ``store_dtype`` (float32 by default) may keep observations and states
 as float16 or bfloat16, which is lossy; a sample always hands out float32 and int64, as before.
 
+Device. The store lives on ``device``: the host, or the run's GPU (``learner.replay_device`` 'run'), where a
+collected batch arrives in one copy and a sample is gathered in place, so an update's batch never crosses from
+the host; the ring's index (``offset``, ``length``) stays on the host.
+
 Checkpoints (``state_dict``) hold the real slots packed one episode after another, oldest ring position
-first (the format of 0.3); ``load_state_dict`` also reads the padded form of checkpoints before 0.3.
+first (the format of 0.3), as CPU tensors whatever the device; ``load_state_dict`` puts them on the buffer's
+device, and also reads the padded form of checkpoints before 0.3.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import Any
 
 import torch
 
-from semzoo.types import EpisodeBatch
+from semzoo.types import EpisodeBatch, packed_copy
 
 SLOT_FIELDS = frozenset({"obs", "state", "avail", "state_keys"})
 """Fields with T + 1 slots per episode (slot ``length`` is the observation after the last step); the others have T."""
@@ -226,6 +231,9 @@ class EpisodeReplayBuffer:
             raise ValueError("this buffer keeps state keys: set batch.state_keys = memory.slot_state_keys(batch) "
                              "(as an int32 tensor) before inserting")
         lengths = [int(x) for x in batch.length]
+        fields = {name: getattr(batch, name) for name in self.store}
+        if self.device.type == "cuda" and all(value.device.type == "cpu" for value in fields.values()):
+            fields = packed_copy(fields, self.device)  # the batch crosses to the GPU once, not once per episode and field
         for i, length in enumerate(lengths):
             pos = self.insert_pos
             if self.size == self.capacity:
@@ -236,7 +244,7 @@ class EpisodeReplayBuffer:
             self.insert_pos = (pos + 1) % self.capacity
             self.size += 1
             for name, dst in self.store.items():
-                src = getattr(batch, name)[i]
+                src = fields[name][i]
                 steps = length + 1 if name in SLOT_FIELDS else length
                 dst[start: start + steps] = src[:steps].to(self.device, dst.dtype)
 
@@ -244,18 +252,25 @@ class EpisodeReplayBuffer:
         return self.size >= batch_size
 
     def _gather(self, idx: torch.Tensor, t: int | None = None) -> EpisodeBatch:
-        """The episodes at ring positions ``idx`` as a padded batch of ``t`` steps (the longest of them by default)."""
-        length = self.length[idx]
+        """The episodes at ring positions ``idx`` as a padded batch of ``t`` steps (the longest of them by default).
+
+        On a device other than the CPU only the episodes' starts and lengths (2 x B integers) cross, in one copy:
+        the slot indices, the gather and the batch are computed where the store is.
+        """
+        length, start = self.length[idx], self.offset[idx]
         if t is None:
             t = int(length.max())
-        start = self.offset[idx][:, None] + torch.arange(t + 1)[None, :]  # [B, t+1]
-        slot = torch.where(_real(length, t + 1, slots=True), start, ZERO_SLOT).to(self.device)
-        step = torch.where(_real(length, t, slots=False), start[:, :t], ZERO_SLOT).to(self.device)
+        if self.device.type != "cpu":
+            start, length = torch.stack([start, length]).to(self.device)
+        filled = _real(length, t, slots=False)  # [B, t]
+        first = start[:, None] + torch.arange(t + 1, device=self.device)[None, :]  # [B, t+1]
+        slot = torch.where(_real(length, t + 1, slots=True), first, ZERO_SLOT)
+        step = torch.where(filled, first[:, :t], ZERO_SLOT)
         out = {name: value[slot if name in SLOT_FIELDS else step] for name, value in self.store.items()}
         return EpisodeBatch(
             obs=out["obs"].float(), state=out["state"].float(), avail=out["avail"], actions=out["actions"].long(),
-            reward=out["reward"], terminated=out["terminated"], filled=_real(length, t, slots=False).to(self.device),
-            length=length.to(self.device), state_keys=out.get("state_keys"),
+            reward=out["reward"], terminated=out["terminated"], filled=filled, length=length,
+            state_keys=out.get("state_keys"),
         )
 
     def sample(self, batch_size: int, generator: torch.Generator) -> EpisodeBatch:
@@ -265,9 +280,11 @@ class EpisodeReplayBuffer:
         idx = torch.randperm(self.size, generator=generator)[:batch_size]
         return self._gather(idx)
 
-    def stored(self) -> EpisodeBatch:
-        """The stored episodes padded to ``max_t``, ring position 0 first (a copy): [size, max_t + 1, ...]."""
-        return self._gather(torch.arange(self.size), self.max_t)
+    def stored(self, first: int = 0, last: int | None = None) -> EpisodeBatch:
+        """The stored episodes at ring positions ``first``..``last`` - 1 (default: all) padded to ``max_t``, a copy:
+        [n, max_t + 1, ...]."""
+        last = self.size if last is None else min(last, self.size)
+        return self._gather(torch.arange(first, last), self.max_t)
 
     @property
     def data(self) -> EpisodeBatch:

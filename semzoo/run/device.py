@@ -34,6 +34,11 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+def replay_device(setting: str, device: torch.device) -> torch.device:
+    """Where a run on ``device`` keeps its replay buffer (``learner.replay_device``): 'run' there, 'host' the CPU."""
+    return device if setting == "run" else torch.device("cpu")
+
+
 def _resolve(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")

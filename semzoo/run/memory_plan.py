@@ -12,11 +12,16 @@
                     learning) and a sampled batch of ``batch_size`` with its activations (an estimate)
     per run         ``RUN_OVERHEAD_BYTES`` for what a run owns besides (env, logger, allocator slack)
 
+Where: everything is counted in host memory, but for a replay buffer kept on a CUDA device (``learner.replay_device``
+'run' on a GPU run), which is counted against that device's free memory instead (``device_memory``), the plan saying
+so. Networks and batches on a GPU are still counted on the host, an over-estimate there.
+
 Policy: a run (or a ``--seeds`` group of K runs, K times one run) is refused (``check``: the CLI before it builds
 anything, ``Trainer`` and ``MultiTrainer.create`` for runs started from Python) when its *worst case* exceeds
 ``MEMORY_MARGIN`` of the machine's available memory (``MemAvailable`` of /proc/meminfo, psutil elsewhere).
 Refusing on the worst case, not the expected size, is the simple rule that cannot end in the kernel's
-out-of-memory kill: a run that passes the plan cannot outgrow the machine whatever its episodes' lengths.
+out-of-memory kill: a run that passes the plan cannot outgrow the machine whatever its episodes' lengths (a
+replay buffer on a GPU: the same rule against the device's free memory).
 It stays usable for big maps because the worst case is bounded by the steps a run can play: a short
 27m_vs_30m run at the paper's 5000-episode buffer fits (its buffer can never hold more than it played),
 while a 0.5M run, whose buffer could fill with 5000 episodes at the limit, is refused up front with the
@@ -26,11 +31,15 @@ numbers and the options (a smaller ``--buffer-size``, ``--replay-dtype float16``
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from semzoo.config import TrainConfig
 from semzoo.replay.buffer import FIRST_SLOT, grown_slots, growth_transient_bytes, slot_bytes, worst_case_slots
+from semzoo.run.device import resolve_device
 from semzoo.types import StateLayout
 
 MEMORY_MARGIN = 0.9
@@ -43,6 +52,8 @@ ACTIVATION_FLOATS_PER_AGENT_STEP = 8
 """Floats per (episode, step, agent) the update keeps for backward per hidden unit or action: an estimate."""
 NETWORK_COPIES = 5
 """Online, target, gradient, RMSprop state and the acting copy of every parameter."""
+HOST = "host"
+"""``MemoryPlan.replay_device`` of a replay buffer in host memory."""
 TYPICAL_LENGTH = {"smax:3m": 18, "smax:2s3z": 57, "smax:27m_vs_30m": 26}
 """Typical episode lengths measured on SMAX maps (3m: 17.6 steps in sampled batches, docs/performance.md;
 2s3z: about 57 of 100 by 0.5M steps; 27m_vs_30m: random play ends after 21-26 steps, issue 25); other envs
@@ -89,14 +100,25 @@ class MemoryPlan:
     updates_per_episode: float = 1.0
     """Gradient updates per collected episode: memory does not grow with it, the time of a run does (about in
     proportion to the learning share of its time), so the plan names it beside the bytes."""
+    replay_device: str = HOST
+    """Where the replay buffer is counted: ``HOST``, or the CUDA device that holds it (``cuda``, ``cuda:1``)."""
+
+    @property
+    def replay_on_device(self) -> bool:
+        """Whether the replay buffer is counted against a device's memory, not the host's."""
+        return self.replay_device != HOST
 
     @property
     def run_expected(self) -> int:
-        return self.replay_expected + self.table + self.networks + self.collector + self.overhead
+        """Host bytes of one run, expected."""
+        replay = 0 if self.replay_on_device else self.replay_expected
+        return replay + self.table + self.networks + self.collector + self.overhead
 
     @property
     def run_worst(self) -> int:
-        return self.replay_worst + self.table + self.networks + self.collector + self.overhead
+        """Host bytes of one run, worst case."""
+        replay = 0 if self.replay_on_device else self.replay_worst
+        return replay + self.table + self.networks + self.collector + self.overhead
 
     @property
     def expected(self) -> int:
@@ -106,13 +128,28 @@ class MemoryPlan:
     def worst(self) -> int:
         return self.runs * self.run_worst
 
-    def line(self, available: int | None) -> str:
-        """One line: the parts, the totals and what the machine has."""
+    @property
+    def device_expected(self) -> int:
+        """Device bytes of the runs' replay buffers, expected (0 when they are on the host)."""
+        return self.runs * self.replay_expected if self.replay_on_device else 0
+
+    @property
+    def device_worst(self) -> int:
+        """Device bytes of the runs' replay buffers, worst case (0 when they are on the host)."""
+        return self.runs * self.replay_worst if self.replay_on_device else 0
+
+    def line(self, available: int | None, device_available: int | None = None) -> str:
+        """One line: the parts, the totals and what the machine (and the replay buffer's device) has."""
         runs = f"{self.runs} runs x " if self.runs > 1 else ""
-        text = (f"memory plan: {runs}(replay buffer {gb(self.replay_expected)} expected, {gb(self.replay_worst)} "
+        where = f" on {self.replay_device}" if self.replay_on_device else ""
+        text = (f"memory plan: {runs}(replay buffer{where} {gb(self.replay_expected)} expected, {gb(self.replay_worst)} "
                 f"worst; episodic memory {gb(self.table)}; networks {gb(self.networks)}; collector "
                 f"{gb(self.collector)}) = {gb(self.expected)} expected, {gb(self.worst)} worst")
+        text += " in host memory" if self.replay_on_device else ""
         text += f" of {gb(available)} available" if available is not None else ""
+        if self.replay_on_device:
+            text += (f"; {gb(self.device_expected)} expected, {gb(self.device_worst)} worst on {self.replay_device}")
+            text += f" of {gb(device_available)} available" if device_available is not None else ""
         return text + f"; {self.updates_per_episode:g} {'update' if self.updates_per_episode == 1 else 'updates'}/episode"
 
 
@@ -204,14 +241,26 @@ def table_bytes(sizes: EnvSizes, config: TrainConfig) -> tuple[int, int]:
                                               n_actions=sizes.n_actions)
 
 
-def plan(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1) -> MemoryPlan:
-    """The memory plan of ``runs`` runs of ``config`` (a ``--seeds`` group: K times one run)."""
+def replay_place(config: TrainConfig, device: torch.device | None = None) -> str:
+    """Where a run of ``config`` on ``device`` (None: ``config.device`` resolved) has its replay buffer counted:
+    ``HOST``, or the CUDA device that holds it (``learner.replay_device`` 'run' on a GPU run)."""
+    if config.learner.replay_device != "run":
+        return HOST
+    if device is None:
+        device = resolve_device(config.device)
+    return str(device) if device.type == "cuda" else HOST
+
+
+def plan(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1, device: torch.device | None = None) -> MemoryPlan:
+    """The memory plan of ``runs`` runs of ``config`` on ``device`` (None: ``config.device``; a ``--seeds`` group: K
+    times one run)."""
     table, key_words = table_bytes(sizes, config)
     expected, worst, worst_slots, per_slot = replay_bytes(sizes, config, key_words=key_words)
     return MemoryPlan(runs=runs, replay_expected=expected, replay_worst=worst, replay_worst_slots=worst_slots,
                       slot_bytes=per_slot, table=table, networks=network_bytes(sizes, config),
                       collector=collector_bytes(sizes, config), overhead=RUN_OVERHEAD_BYTES,
-                      updates_per_episode=config.learner.updates_per_episode)
+                      updates_per_episode=config.learner.updates_per_episode,
+                      replay_device=replay_place(config, device))
 
 
 def available_memory() -> int | None:
@@ -230,63 +279,105 @@ def available_memory() -> int | None:
     return int(psutil.virtual_memory().available)
 
 
-def _largest_buffer_that_fits(config: TrainConfig, sizes: EnvSizes, budget: int, runs: int) -> int:
-    """The largest ``--buffer-size`` whose plan of ``runs`` runs fits ``budget`` bytes (0 when none does)."""
+def device_memory(device: str) -> int | None:
+    """Bytes free on the CUDA ``device`` (``torch.cuda.mem_get_info``); None when unknown."""
+    try:
+        free, _ = torch.cuda.mem_get_info(torch.device(device))
+    except (RuntimeError, AssertionError, ValueError):  # no CUDA here, or the device cannot be queried
+        return None
+    return int(free)
+
+
+def _plan_device(the_plan: MemoryPlan) -> torch.device:
+    """The device ``plan`` needs to place the replay buffer where ``the_plan`` has it."""
+    return torch.device(the_plan.replay_device if the_plan.replay_on_device else "cpu")
+
+
+def _largest_buffer_that_fits(config: TrainConfig, sizes: EnvSizes, fits: Callable[[MemoryPlan], bool], runs: int,
+                              device: torch.device) -> int:
+    """The largest ``--buffer-size`` whose plan of ``runs`` runs ``fits`` (0 when none does)."""
     low, high = 0, config.learner.buffer_size
     while low < high:
         mid = (low + high + 1) // 2
         learner = dataclasses.replace(config.learner, buffer_size=mid, batch_size=min(mid, config.learner.batch_size))
-        if plan(dataclasses.replace(config, learner=learner), sizes, runs=runs).worst <= budget:
+        if fits(plan(dataclasses.replace(config, learner=learner), sizes, runs=runs, device=device)):
             low = mid
         else:
             high = mid - 1
     return low
 
 
-def refusal(config: TrainConfig, sizes: EnvSizes, the_plan: MemoryPlan, available: int | None) -> str | None:
-    """The one-line reason to refuse ``the_plan`` on a machine with ``available`` bytes, or None when it fits."""
-    if available is None:
-        return None
-    budget = int(MEMORY_MARGIN * available)
-    if the_plan.worst <= budget:
-        return None
+def refusal(config: TrainConfig, sizes: EnvSizes, the_plan: MemoryPlan, available: int | None,
+            device_available: int | None = None) -> str | None:
+    """The one-line reason to refuse ``the_plan`` on a machine with ``available`` bytes (and ``device_available`` free
+    on the device of a replay buffer kept there), or None when it fits; an unknown amount refuses nothing."""
     r = the_plan
-    what = (f"{config.env} {config.algo} for {config.steps:,} steps needs up to {gb(r.run_worst)} per run (replay "
-            f"buffer worst case {gb(r.replay_worst)}: {config.learner.buffer_size:,} episodes, up to "
-            f"{r.replay_worst_slots:,} steps of {r.slot_bytes:,} bytes; expected {gb(r.replay_expected)})")
+    host_budget = None if available is None else int(MEMORY_MARGIN * available)
+    device_budget = (None if device_available is None or not r.replay_on_device
+                     else int(MEMORY_MARGIN * device_available))
+
+    def fits(p: MemoryPlan) -> bool:
+        return ((host_budget is None or p.worst <= host_budget)
+                and (device_budget is None or p.device_worst <= device_budget))
+
+    if fits(r):
+        return None
+    device = _plan_device(r)
+    on_host = host_budget is not None and r.worst > host_budget  # the host is short (said first when both are)
+
+    def need(p: MemoryPlan) -> int:  # the bytes of the short side
+        return p.worst if on_host else p.device_worst
+
+    where = "" if on_host else f" on {r.replay_device}"
+    buffer_where = f" on {r.replay_device}" if r.replay_on_device else ""
+    what = (f"{config.env} {config.algo} for {config.steps:,} steps needs up to {gb(need(r) // r.runs)} per run{where} "
+            f"(replay buffer{buffer_where} worst case {gb(r.replay_worst)}: {config.learner.buffer_size:,} episodes, up "
+            f"to {r.replay_worst_slots:,} steps of {r.slot_bytes:,} bytes; expected {gb(r.replay_expected)})")
     options = []
+    limits = [budget // max(per_run, 1) for budget, per_run in ((host_budget, r.run_worst),
+                                                                (device_budget, r.replay_worst)) if budget is not None]
+    fit = min(limits)  # runs that fit both the host and the device
     if r.runs > 1:
-        fit = budget // r.run_worst
-        what = f"{r.runs} runs of {what} = {gb(r.worst)}"
+        what = f"{r.runs} runs of {what} = {gb(need(r))}"
         options.append(f"{fit} runs fit (give --seeds 0-{fit - 1})" if fit > 0 else "not even one run fits")
-    if r.runs == 1 or budget // r.run_worst > 0:
-        size = _largest_buffer_that_fits(config, sizes, budget, r.runs)
+    if r.runs == 1 or fit > 0:
+        size = _largest_buffer_that_fits(config, sizes, fits, r.runs, device)
         if 0 < size < config.learner.buffer_size:
             options.append(f"--buffer-size {size}")
     if config.learner.replay_dtype == "float32":
         lossy = plan(dataclasses.replace(config, learner=dataclasses.replace(config.learner, replay_dtype="float16")),
-                     sizes, runs=r.runs)
-        fits = "fits" if lossy.worst <= budget else "still too big"
-        options.append(f"--replay-dtype float16 (lossy, unmeasured for learning: {gb(lossy.worst)} worst, {fits})")
-    options.append("a machine with more memory")
-    return (f"memory plan: {what}, but this machine has {gb(available)} available (the plan may use "
-            f"{MEMORY_MARGIN:.0%}): {'; '.join(options)}")
+                     sizes, runs=r.runs, device=device)
+        options.append(f"--replay-dtype float16 (lossy, unmeasured for learning: {gb(need(lossy))} worst{where}, "
+                       f"{'fits' if fits(lossy) else 'still too big'})")
+    if not on_host:
+        host = plan(dataclasses.replace(config, learner=dataclasses.replace(config.learner, replay_device="host")),
+                    sizes, runs=r.runs, device=device)
+        options.append(f"--replay-device host ({gb(host.worst)} worst in host memory, "
+                       f"{'fits' if fits(host) else 'still too big'})")
+    options.append("a machine with more memory" if on_host else "a GPU with more memory")
+    short = available if on_host else device_available  # the side whose budget was exceeded: known
+    assert short is not None
+    have = f"{'this machine' if on_host else r.replay_device} has {gb(short)} available"
+    return f"memory plan: {what}, but {have} (the plan may use {MEMORY_MARGIN:.0%}): {'; '.join(options)}"
 
 
-def check(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1) -> tuple[MemoryPlan, int | None]:
-    """The plan of ``runs`` runs of ``config`` and the machine's available bytes (None when unknown).
+def check(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1,
+          device: torch.device | None = None) -> tuple[MemoryPlan, int | None, int | None]:
+    """The plan of ``runs`` runs of ``config`` on ``device`` (None: ``config.device``), the machine's available bytes
+    and the free bytes of the replay buffer's device where it is kept on one (None when unknown or on the host).
 
     Raises ``MemoryPlanRefused`` (a ``ValueError``) with ``refusal``'s one line when the worst case cannot fit. The
     CLI calls it before it builds a run, to print the plan; ``Trainer`` calls it again once its env is built, so a
     run started from Python (``semzoo.train``, a sweep's worker, a resume) is refused the same way before its replay
     buffer can outgrow the machine.
     """
-    the_plan = plan(config, sizes, runs=runs)
+    the_plan = plan(config, sizes, runs=runs, device=device)
     available = available_memory()
-    reason = refusal(config, sizes, the_plan, available)
+    device_available = device_memory(the_plan.replay_device) if the_plan.replay_on_device else None
+    reason = refusal(config, sizes, the_plan, available, device_available)
     if reason is not None:
         raise MemoryPlanRefused(reason)
-    return the_plan, available
+    return the_plan, available, device_available
 
 
 def peak_rss_bytes() -> int:
@@ -301,5 +392,5 @@ def peak_rss_bytes() -> int:
     return int(rss if sys.platform == "darwin" else rss * 1024)
 
 
-__all__ = ["EnvSizes", "MemoryPlan", "MemoryPlanRefused", "available_memory", "check", "env_sizes", "peak_rss_bytes",
-           "plan", "refusal"]
+__all__ = ["HOST", "EnvSizes", "MemoryPlan", "MemoryPlanRefused", "available_memory", "check", "device_memory",
+           "env_sizes", "peak_rss_bytes", "plan", "refusal", "replay_place"]

@@ -13,10 +13,10 @@ Every random draw of a run comes from its own streams (its generator, its env se
 projection), never from process-global RNG state, so run k samples, explores and evaluates exactly as
 the single run with its seed and the sequential loop (``sequential=True``, which a group of K > 1 runs
 sets: acting does not overlap learning in a group); only the update's float rounding differs (vmapped
-kernels, batches padded to a common length), within 1e-5 relative per update. The group's collection in
-lockstep acts with the runs' agents stacked, which may round otherwise in the last bit at some sizes (bit for
-bit on the development machine's CPU: ``tests/test_group_collect.py``). K = 1 is the plain Trainer, with the
-config as given.
+kernels, batches padded to a common length), within 1e-5 relative per update (``compile_update`` on a CUDA
+device compiles the vmapped loss: ``StackedUpdate.compile``). The group's collection in lockstep acts with the
+runs' agents stacked, which may round otherwise in the last bit at some sizes (bit for bit on the development
+machine's CPU: ``tests/test_group_collect.py``). K = 1 is the plain Trainer, with the config as given.
 
 Checkpoints are taken group-wide: when one run saves, every unfinished run saves at the same iteration,
 so ``MultiTrainer.resume`` of the whole group continues bit for bit; a stop signal (``semzoo.run.stopping``)
@@ -42,7 +42,7 @@ from semzoo.run.group_runner import GroupRunner
 from semzoo.run.rundir import new_run_dir
 from semzoo.run.runner import RolloutStats
 from semzoo.run.stopping import RunStopped, StopRequest, stop_on_signals
-from semzoo.run.trainer import Progress, Trainer
+from semzoo.run.trainer import Progress, Trainer, compile_bucket
 
 RUN_FIELDS = ("seed", "run_name")
 """The config fields the runs of a group may differ in: the seed and the run's own name (a sweep names each run)."""
@@ -104,6 +104,11 @@ class MultiTrainer:
         self.trainers = list(trainers)
         self.progress = progress
         self._stacked = StackedUpdate([t.learner for t in self.trainers]) if len(self.trainers) > 1 else None
+        # compile_update on a CUDA device: the vmapped loss compiled too (each Trainer compiled its own learner's
+        # loss, or warned that its device takes the plain update).
+        first = self.trainers[0]
+        if self._stacked is not None and first.config.compile_update and first.device.type == "cuda":
+            self._stacked.compile(bucket_steps=compile_bucket(first.max_t))
         # One agent forward per step for all runs (``group_collect``) where their agents stack; else run by run.
         self._group_collect = (len(self.trainers) > 1 and trainers[0].config.group_collect
                                and GroupRunner.why_not([t.runner for t in self.trainers]) is None)

@@ -61,7 +61,7 @@ from semzoo.replay.buffer import EpisodeReplayBuffer
 from semzoo.run import memory_plan
 from semzoo.run.actor import ActorProcess, start_or_fall_back
 from semzoo.run.checkpoint import CheckpointManager
-from semzoo.run.device import resolve_device
+from semzoo.run.device import replay_device, resolve_device
 from semzoo.run.evaluation import SEED_STRIDE, BestPolicy, EvalResult, eval_env_seeds, greedy_episodes
 from semzoo.run.memory_plan import EnvSizes, peak_rss_bytes
 from semzoo.run.rundir import (
@@ -88,6 +88,8 @@ COMPILE_SHAPES = 8
 """Batch lengths a compiled update meets at most (torch.compile recompiles up to 8 times by default)."""
 BUCKET_MULTIPLE = 8
 """A compiled update's batch lengths are multiples of this many steps."""
+KEY_CHUNK = 256
+"""Episodes whose state keys a resume computes at a time (a key is the same whatever batch computes it)."""
 
 
 def compile_bucket(max_t: int) -> int:
@@ -171,7 +173,7 @@ class Trainer:
         self.max_t = int(config.episode_limit or self.env.episode_limit)
         # Refused here, before the memory and the replay buffer exist, when the worst case cannot fit: the CLI checked
         # already, but a run started from Python, a sweep's worker or a resume on a smaller machine had not.
-        memory_plan.check(config, EnvSizes.of(self.env, self.max_t))
+        memory_plan.check(config, EnvSizes.of(self.env, self.max_t), device=self.device)
         parts = algos.build(config, self.env, self.device)
         self.algo, self.agent, self.mixer, self.memory, self.learner = (parts.algo, parts.agent, parts.mixer,
                                                                         parts.memory, parts.learner)
@@ -181,7 +183,8 @@ class Trainer:
         self.buffer = EpisodeReplayBuffer(capacity=config.learner.buffer_size, max_t=self.max_t, n_agents=env.n_agents,
                                           obs_dim=env.obs_dim, state_dim=env.state_dim, n_actions=env.n_actions,
                                           state_key_words=self.memory.state_key_words if self.memory is not None else 0,
-                                          store_dtype=config.learner.replay_dtype)
+                                          store_dtype=config.learner.replay_dtype,
+                                          device=replay_device(config.learner.replay_device, self.device))
         self.runner = EpisodeRunner(env, self.agent, device=self.device, episode_limit=self.max_t)
         self.generator = torch.Generator().manual_seed(config.seed)
         # Overlap mode: the acting agent (read only by the collecting thread) and its own random stream.
@@ -547,9 +550,11 @@ class Trainer:
         self.buffer.load_state_dict(state["buffer"])
         if self.memory is not None:
             self.memory.load_state_dict(state["memory"])
-            # not in the checkpoint (a function of the states and the memory): computed again
-            state_keys = self.memory.slot_state_keys(self.buffer.stored())
-            if state_keys is not None:
+            # not in the checkpoint (a function of the states and the memory): computed again, a slice of the
+            # buffer at a time so that its padded copy (on the GPU with replay_device 'run') stays small
+            if self.buffer.state_key_words and len(self.buffer):
+                state_keys = np.concatenate([self.memory.slot_state_keys(self.buffer.stored(first, first + KEY_CHUNK))
+                                             for first in range(0, len(self.buffer), KEY_CHUNK)])
                 self.buffer.set_state_keys(torch.from_numpy(state_keys.view(np.int32)))
         rng = state["rng"]
         torch.set_rng_state(rng["torch"])
