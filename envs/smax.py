@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 
 from semzoo.envs.maps import SMAX_DEFAULT_EPISODE_LIMIT, UnknownMapError
 from semzoo.errors import MissingDependency
@@ -109,7 +110,8 @@ class _Core:
     step(carry, actions_A) -> (carry, observation, (reward, terminated, truncated, won, dead_allies,
     dead_enemies)). vreset / vstep are the same over N envs (one dispatch per call); kstep is vstep in a
     loop over K groups of N envs: (K carries of N envs, actions_KNA, frozen_KN) -> (K carries, observation and flags
-    stacked [K, N, ...]), one dispatch for all K x N envs.
+    stacked [K, N, ...]), one dispatch for all K x N envs; kreset is vreset in the same loop: (seeds_KN, K key
+    streams [N, 2], seeded_K) -> (K carries, observation stacked [K, N, ...]).
     """
 
     env: Any
@@ -127,8 +129,11 @@ class _Core:
     vreset: Callable[..., Any]
     vstep: Callable[..., Any]
     kstep: Callable[..., Any]
+    kreset: Callable[..., Any]
+    key_struct: Any
+    """Shape and dtype of one env's PRNG key (kreset's placeholder for the key stream of an env it seeds)."""
     group_sizes: set[int] = field(default_factory=set, compare=False)
-    """The K that kstep was called with (compiled for): a smaller group is padded up to one of them."""
+    """The K that kstep and kreset were called with (compiled for): a smaller group is padded up to one of them."""
 
 
 _CORES: dict[tuple[Any, ...], _Core] = {}
@@ -242,6 +247,16 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         carries = tuple(jax.tree.map(lambda x, k=k: x[k], carry_KN) for k in range(len(carries_K)))
         return carries, observation, flags
 
+    def kreset(seeds_KN: jax.Array, keys_K: tuple[jax.Array, ...], seeded_K: jax.Array) -> tuple[Any, Any]:
+        """Reset K groups of N envs (K SMAXVecEnvs): group k from the keys of seeds_KN[k] where seeded_K[k], else
+        from its key stream keys_K[k] [N, 2]; the carries come out one per group."""
+        fresh_KN = jax.vmap(jax.vmap(jax.random.PRNGKey))(seeds_KN)
+        keys_KN = jnp.where(seeded_K[:, None, None], fresh_KN, jnp.stack(keys_K))
+        # a loop over the groups, each the vec env's own reset (as kstep, for the same bits)
+        carry_KN, observation = jax.lax.map(jax.vmap(reset_and_observe), keys_KN)
+        carries = tuple(jax.tree.map(lambda x, k=k: x[k], carry_KN) for k in range(len(keys_K)))
+        return carries, observation
+
     probe = jax.eval_shape(lambda k: observe(reset(k)), jax.random.PRNGKey(0))
     return _Core(
         env=env,
@@ -258,6 +273,8 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         vreset=jax.jit(jax.vmap(reset_and_observe)),
         vstep=jax.jit(vstep),
         kstep=jax.jit(kstep),  # compiles once per K
+        kreset=jax.jit(kreset),  # the same
+        key_struct=jax.eval_shape(lambda: jax.random.PRNGKey(0)),
     )
 
 
@@ -486,18 +503,46 @@ class SMAXVecEnv:
         self._carry: Any = None
         self._frozen_N = np.ones(n_envs, dtype=bool)
         self._arrays: CTDEArrays | None = None
+        self._handed: tuple[_JaxInputs, int | None] | None = None
+        """The agents' inputs of the last reset or step as JAX arrays, and this env's row of a grouped call's K."""
+        self.hand_over_inputs = True
+        """Whether ``agent_inputs`` hands JAX's buffers to torch; False: it gives None, and a runner converts
+        ``arrays.obs`` and ``arrays.avail`` (the path through the host, which gives the same values)."""
 
     def reset(self, seed: int | None = None) -> CTDEArrays:
         """Reset all N envs; env i is seeded with ``seed + i`` (without a seed, each continues its key stream)."""
-        if seed is not None or self._carry is None:
-            base = 0 if seed is None else seed
-            keys = jax.vmap(jax.random.PRNGKey)(jnp.arange(base, base + self.n_envs))
-        else:
-            keys = self._carry[1]
+        seeds_N = self._start_seeds(seed)
+        keys = self._carry[1] if seeds_N is None else jax.vmap(jax.random.PRNGKey)(seeds_N)
         self._carry, observation = self._core.vreset(keys)
         self._frozen_N = np.zeros(self.n_envs, dtype=bool)
+        self._handed = (_JaxInputs(observation), None)
         self._arrays = self._to_arrays(observation)
         return self._arrays
+
+    def _start_seeds(self, seed: int | None) -> np.ndarray | None:
+        """The seeds of the N envs' keys at ``reset(seed)``: ``seed + i`` (``0 + i`` at the first reset) as JAX's
+        default int (int32 wraps as ``jnp.arange`` does); None where each env continues its key stream."""
+        if seed is None and self._carry is not None:
+            return None
+        base = 0 if seed is None else seed
+        return np.arange(base, base + self.n_envs).astype(jax.dtypes.canonicalize_dtype(np.int64))
+
+    def agent_inputs(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """The agents' inputs of the last reset or step, obs [N, A, O] float32 and avail [N, A, U] bool, as torch
+        tensors on ``device`` that share JAX's buffers (DLPack: no copy through the host).
+
+        None where JAX holds its arrays on another device than ``device`` (or ``hand_over_inputs`` is off): the
+        runner converts ``arrays.obs`` and ``arrays.avail`` then. The tensors are JAX's own buffers: read them,
+        never write into them (nothing stops a write, and it would change JAX's array).
+        """
+        if not self.hand_over_inputs or self._handed is None:
+            return None
+        inputs, k = self._handed
+        tensors = inputs.on(torch.device(device))
+        if tensors is None:
+            return None
+        obs, avail = tensors
+        return (obs, avail) if k is None else (obs[k], avail[k])
 
     def step(self, actions: np.ndarray) -> VecStep:
         """Step all N envs with SMAC-layout actions [N, A]; dead agents' actions are replaced by the no-op."""
@@ -509,6 +554,7 @@ class SMAXVecEnv:
         self._carry, observation, flags = self._core.vstep(
             self._carry, actions_NA.astype(np.int32, copy=False), self._frozen_N
         )
+        self._handed = (_JaxInputs(observation), None)
         return self._stepped(*jax.device_get((observation, flags)))
 
     @staticmethod
@@ -560,20 +606,58 @@ class SMAXVecEnv:
         # a group that shrank (runs that finished training) is padded with frozen copies of env 0 up to a K
         # compiled already: no compile of a few seconds per group size; a padded group's results are dropped
         core, k = first._core, len(envs)
-        padded_k = min((size for size in core.group_sizes if size >= k), default=k)
-        core.group_sizes.add(padded_k)
+        padded_k = _group_size(core, k)
         carries_K = tuple(env._carry for env in envs) + (first._carry,) * (padded_k - k)
         actions_K += [no_op_NA] * (padded_k - k)
         frozen_K += [all_frozen_N] * (padded_k - k)
         carries, observation, flags = core.kstep(carries_K, np.stack(actions_K), np.stack(frozen_K))
+        inputs = _JaxInputs(observation)  # [K, N, ...]: env k's inputs are row k
         observation, flags = jax.device_get((observation, flags))
         results: list[VecStep | None] = []
         for k, (env, act) in enumerate(zip(envs, actions)):
             if act is None:
                 results.append(None)
                 continue
-            env._carry = carries[k]
+            env._carry, env._handed = carries[k], (inputs, k)
             results.append(env._stepped(tuple(x[k] for x in observation), tuple(x[k] for x in flags)))
+        return results
+
+    @staticmethod
+    def reset_together(envs: Sequence[SMAXVecEnv], seeds: Sequence[int | None]) -> list[CTDEArrays]:
+        """Reset K vec envs of one configuration in one jitted call: ``envs[k].reset(seeds[k])`` for each k.
+
+        Each env ends up as its own ``reset`` leaves it (carry with its key stream, arrays, no env frozen) and
+        result k is what that returns; one dispatch and one ``jax.device_get`` for all K x N envs. K envs after a
+        grouped call with more envs are padded up to that size (compiled already), as in ``step_together``.
+        """
+        problem = SMAXVecEnv.why_not_together(envs)
+        if problem is None and len(seeds) != len(envs):
+            problem = f"{len(envs)} envs with {len(seeds)} seeds: give one seed (or None) each"
+        if problem is not None:
+            raise ValueError(f"SMAXVecEnv.reset_together: {problem}")
+        first = envs[0]
+        core, n = first._core, first.n_envs
+        no_seeds_N = np.zeros(n, jax.dtypes.canonicalize_dtype(np.int64))
+        no_keys_N = np.zeros((n, *core.key_struct.shape), core.key_struct.dtype)
+        seeds_K, keys_K, seeded_K = [], [], []
+        for env, seed in zip(envs, seeds):
+            seeds_N = env._start_seeds(seed)
+            seeded_K.append(seeds_N is not None)
+            seeds_K.append(no_seeds_N if seeds_N is None else seeds_N)
+            keys_K.append(env._carry[1] if seeds_N is None else no_keys_N)
+        padded_k = _group_size(core, len(envs))  # padding: copies of env 0's, dropped
+        seeds_K += [seeds_K[0]] * (padded_k - len(envs))
+        keys_K += [keys_K[0]] * (padded_k - len(envs))
+        seeded_K += [seeded_K[0]] * (padded_k - len(envs))
+        carries, observation = core.kreset(np.stack(seeds_K), tuple(keys_K), np.asarray(seeded_K))
+        inputs = _JaxInputs(observation)  # [K, N, ...]: env k's inputs are row k
+        observation = jax.device_get(observation)
+        results = []
+        for k, env in enumerate(envs):
+            env._carry, env._handed = carries[k], (inputs, k)
+            env._frozen_N = np.zeros(n, dtype=bool)
+            env._arrays = _host_arrays(tuple(x[k] for x in observation))
+            results.append(env._arrays)
         return results
 
     def _checked_actions(self, actions: np.ndarray) -> np.ndarray:
@@ -621,6 +705,50 @@ class SMAXVecEnv:
     def close(self) -> None:
         self._carry = None
         self._arrays = None
+        self._handed = None
+
+
+def _group_size(core: _Core, k: int) -> int:
+    """The K to call kstep or kreset with for k vec envs: the smallest K compiled already that holds them, else k.
+
+    A group that shrank (runs that finished training) is padded up to it: no compile of a few seconds per size.
+    """
+    padded_k = min((size for size in core.group_sizes if size >= k), default=k)
+    core.group_sizes.add(padded_k)
+    return padded_k
+
+
+class _JaxInputs:
+    """The agents' inputs of one jitted reset or step as JAX arrays, obs [(K,) N, A, O] and avail [(K,) N, A, U], and
+    the torch tensors that share their buffers (DLPack), made once per device for all the call's envs."""
+
+    def __init__(self, observation: Any) -> None:
+        obs, _state, avail, _alive = observation
+        self.obs, self.avail = obs, avail
+        self._tensors: dict[torch.device, tuple[torch.Tensor, torch.Tensor] | None] = {}
+
+    def on(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(obs, avail) as torch tensors on ``device`` sharing JAX's buffers; None where JAX holds them elsewhere."""
+        if device not in self._tensors:
+            self._tensors[device] = _shared_tensors(self.obs, self.avail, device)
+        return self._tensors[device]
+
+
+JAX_PLATFORM_FOR_TORCH = {"cpu": "cpu", "cuda": "gpu"}
+"""The JAX platform whose buffers a torch device type can take over through DLPack."""
+
+
+def _shared_tensors(obs: Any, avail: Any, device: torch.device) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """torch tensors on ``device`` that share the buffers of the JAX arrays ``obs`` and ``avail`` (DLPack), or None
+    where JAX holds them on another device (another platform, or another GPU than ``device``)."""
+    jax_devices = obs.devices()
+    if len(jax_devices) != 1 or JAX_PLATFORM_FOR_TORCH.get(device.type) != next(iter(jax_devices)).platform:
+        return None
+    tensors = torch.from_dlpack(obs), torch.from_dlpack(avail)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    same = all(t.device.type == device.type and (device.type == "cpu" or t.device == device) for t in tensors)
+    return tensors if same else None
 
 
 def _writable_arrays(observation: Any) -> CTDEArrays:

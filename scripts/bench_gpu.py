@@ -6,8 +6,8 @@ For ``--env`` and ``--algo`` on ``--device`` (cuda when a GPU is visible, else t
   default loop, acting in the actor process while the learner updates);
 - a group of ``--seeds`` K runs (seeds 0..K-1) for ``--steps`` env steps each, through ``semzoo train --seeds``'s
   path (``semzoo.run.multi.MultiTrainer``: the runs collect in lockstep, ``semzoo.run.group_runner.GroupRunner``,
-  their env steps in one call where the env steps envs together, SMAX's ``step_together``; their updates
-  vmapped); ``--per-run-env-step``: the same with each run's envs stepped on their own;
+  their env resets and steps in one call where the env has one, SMAX's ``reset_together`` and ``step_together``;
+  their updates vmapped); ``--per-run-env-step``: the same with each run's envs reset and stepped on their own;
 
 and prints, for each: the start-up seconds (building the run: env, networks, replay, memory, plus one throwaway
 batch, where SMAX's JAX step compiles; the actor process's start with ``--overlap``; the group is built after
@@ -18,9 +18,9 @@ of that time spent collecting, updating and in the rest (storing, logging; read 
 ``time_collect_s`` and ``time_learn_s`` metrics). Then the milliseconds of one gradient update (batch sampled
 from run 0's buffer, moved to the device as the trainer moves it; ``--replay-device run`` keeps the buffers on the
 device, so the batch is gathered there) and of one stacked update of the K runs
-(``semzoo.learners.stacked.StackedUpdate``), medians over ``--rounds``; and the milliseconds of one env step of
-the K runs' envs, one by one and in one grouped call (where the env has one). The last line holds the figures as
-one JSON object, for machines.
+(``semzoo.learners.stacked.StackedUpdate``), medians over ``--rounds``; and the milliseconds of one env step and
+of one env reset of the K runs' envs, one by one and in one grouped call (where the env has one). The last line
+holds the figures as one JSON object, for machines.
 
     python scripts/bench_gpu.py --env smax:3s5z --seeds 8 --steps 20000
     python scripts/bench_gpu.py --env smax:3m --seeds 2 --steps 2000 --device cpu
@@ -168,6 +168,19 @@ def env_step_ms(trainers: Sequence[Trainer], rounds: int, calls: int) -> tuple[f
     return per_run, median_ms(together, torch.device("cpu"), rounds, calls)
 
 
+def env_reset_ms(trainers: Sequence[Trainer], rounds: int, calls: int) -> tuple[float | None, float | None]:
+    """(ms of one reset of each run's envs, one env after the other; ms of one grouped reset of them all: None where
+    the envs cannot reset together), each run's envs with its own seed as a collection seeds them."""
+    envs = [trainer.env for trainer in trainers]
+    seeds = [1000 * k for k in range(len(envs))]
+    per_run = median_ms(lambda: [env.reset(seed=seed) for env, seed in zip(envs, seeds)], torch.device("cpu"),
+                        rounds, calls)  # device_get waits for the reset
+    reset_together = group_runner.env_reset_together(envs)
+    if reset_together is None:
+        return per_run, None
+    return per_run, median_ms(lambda: reset_together(envs, seeds), torch.device("cpu"), rounds, calls)
+
+
 def bench(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     device = torch.device(args.device)
     config = TrainConfig(env=args.env, algo=args.algo, steps=args.steps, device=args.device, n_envs=args.n_envs,
@@ -201,10 +214,12 @@ def bench(args: argparse.Namespace, out: Path) -> dict[str, Any]:
 
     figures.update(startup_s_group=None, steps_per_s_group=None, share_group=None, ms_update_stacked=None,
                    group_env_step="per run" if args.per_run_env_step else "together where the env can",
-                   ms_env_step_per_run=None, ms_env_step_together=None)
+                   ms_env_step_per_run=None, ms_env_step_together=None, ms_env_reset_per_run=None,
+                   ms_env_reset_together=None)
     if args.seeds > 1:
-        if args.per_run_env_step:  # GroupRunner finds no grouped env step: each run's envs step on their own
+        if args.per_run_env_step:  # GroupRunner finds no grouped env call: each run's envs reset and step alone
             group_runner.env_step_together = lambda envs: None  # type: ignore[assignment]
+            group_runner.env_reset_together = lambda envs: None  # type: ignore[assignment]
         started = time.perf_counter()
         group_config = dataclasses.replace(config, sequential=True, out=str(out / "group"))
         group = MultiTrainer.create(group_config, list(range(args.seeds)), tensorboard=False)
@@ -216,6 +231,8 @@ def bench(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             windows = [steady(Path(t.run_dir or ""), warmup) for t in group.trainers]
             _, figures["ms_update_stacked"] = update_ms(group.trainers, args.rounds, args.calls)
             figures["ms_env_step_per_run"], figures["ms_env_step_together"] = env_step_ms(
+                group.trainers, args.rounds, args.calls)
+            figures["ms_env_reset_per_run"], figures["ms_env_reset_together"] = env_reset_ms(
                 group.trainers, args.rounds, args.calls)
         finally:
             group.close()
@@ -260,6 +277,9 @@ def report(figures: dict[str, Any]) -> None:
         print(f"ms per env step of the {k} runs ({figures['group_env_step']} in training): one by one "
               f"{number(figures['ms_env_step_per_run'], '.2f')}, grouped "
               + ("not available for this env" if together is None else f"{together:.2f}"))
+        together = figures["ms_env_reset_together"]
+        print(f"ms per env reset of the {k} runs: one by one {number(figures['ms_env_reset_per_run'], '.2f')}, "
+              "grouped " + ("not available for this env" if together is None else f"{together:.2f}"))
     print(json.dumps(figures))
 
 

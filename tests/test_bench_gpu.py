@@ -37,6 +37,10 @@ def test_bench_gpu_prints_the_figures_of_one_run_and_of_a_group(tmp_path):
         share = figures[name]
         assert 0 < share["collect"] < 1 and 0 < share["update"] < 1 and share["rest"] >= 0
         assert share["collect"] + share["update"] + share["rest"] == pytest.approx(1.0, abs=1e-6)
+    # the env calls of the K runs, one by one (the matrix game has no grouped call)
+    assert figures["ms_env_step_per_run"] > 0 and figures["ms_env_reset_per_run"] > 0
+    assert figures["ms_env_step_together"] is None and figures["ms_env_reset_together"] is None
+    assert any(line.startswith("ms per env reset of the 2 runs: one by one ") for line in lines)
     # the runs were real: each logged its windows and finished its steps
     assert len(list((tmp_path / "group").iterdir())) == 2
 

@@ -296,3 +296,32 @@ def test_a_group_with_the_compiled_update_trains_on_the_gpu_close_to_the_plain_g
         assert compiled == compile_update
     assert all(len(run) >= 3 for run in losses[False])  # a few logged windows of updates per run
     assert losses[True] == pytest.approx(losses[False], rel=1e-3)
+
+
+@needs_gpu
+def test_smax_hands_the_agents_inputs_to_torch_on_the_gpu_without_a_host_copy():
+    """JAX on the GPU -> torch CUDA tensors through DLPack: env k's inputs of a grouped reset and step are row k of
+    the call's JAX buffers on the GPU, with the values of the host arrays."""
+    jax = pytest.importorskip("jax")
+    pytest.importorskip("jaxmarl")
+    if jax.default_backend() != "gpu":
+        pytest.skip(f"JAX runs on {jax.default_backend()}, not on the GPU")
+    import numpy as np
+
+    from semzoo.envs.smax import SMAXVecEnv
+
+    envs = [SMAXVecEnv("3m", 4), SMAXVecEnv("3m", 4)]
+    arrays = SMAXVecEnv.reset_together(envs, [0, 4])
+    for _ in range(2):  # after the grouped reset, then after a grouped step
+        for k, (env, host) in enumerate(zip(envs, arrays)):
+            got = env.agent_inputs(torch.device("cuda"))
+            assert got is not None, "JAX's GPU arrays were not handed to torch's GPU"
+            obs, avail = got
+            inputs, row = env._handed
+            assert obs.device.type == avail.device.type == "cuda" and row == k
+            assert obs.data_ptr() == inputs.obs.unsafe_buffer_pointer() + k * obs.nbytes
+            assert avail.data_ptr() == inputs.avail.unsafe_buffer_pointer() + k * avail.nbytes
+            assert torch.equal(obs.cpu(), torch.from_numpy(host.obs)) and torch.equal(avail.cpu(), torch.from_numpy(host.avail))
+        assert envs[0].agent_inputs(torch.device("cpu")) is None  # a CPU run converts the host arrays
+        first_legal = [np.asarray(a.avail).argmax(-1) for a in arrays]
+        arrays = [result[0] for result in SMAXVecEnv.step_together(envs, first_legal) if result is not None]

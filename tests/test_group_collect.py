@@ -74,11 +74,16 @@ def test_agents_that_do_not_stack_are_named():
         StackedAgents([small, wide])
 
 
-def collection_differences(env: str, algo: str, iterations: int) -> list[str]:
+def collection_differences(env: str, algo: str, iterations: int, *, through_host: bool = False) -> list[str]:
     """``SEEDS`` collecting as one group (``GroupRunner``) and one by one (``EpisodeRunner.run``), each run then
-    learning on its own (``Trainer.learn``): where a run's batch, stats or agent parameters differ."""
+    learning on its own (``Trainer.learn``): where a run's batch, stats or agent parameters differ.
+
+    ``through_host``: the single runs' agents act on their envs' host arrays (SMAX's ``hand_over_inputs`` off)."""
     together = [Trainer(config_of(env, algo, seed=seed), tensorboard=False) for seed in SEEDS]
     alone = [Trainer(config_of(env, algo, seed=seed), tensorboard=False) for seed in SEEDS]
+    if through_host:
+        for trainer in alone:
+            trainer.runner.env.hand_over_inputs = False  # type: ignore[attr-defined]
     differences, lengths = [], set()
     for iteration in range(iterations):
         plans = [t.next_collection() for t in together]
@@ -124,22 +129,76 @@ def test_group_collect_check_fails_when_a_run_explores_with_its_neighbours_gener
     assert collection_differences("matrix:two_step", "qmix", iterations=12), "runs exploring with other runs' draws passed"
 
 
+def count_handed_inputs(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """How often SMAX envs hand the agents' inputs over (``agent_inputs`` gives tensors) and how often they do not."""
+    from semzoo.envs.smax import SMAXVecEnv
+
+    counts, agent_inputs = {"handed": 0, "host": 0}, SMAXVecEnv.agent_inputs
+
+    def counted(self, device):
+        got = agent_inputs(self, device)
+        counts["host" if got is None else "handed"] += 1
+        return got
+
+    monkeypatch.setattr(SMAXVecEnv, "agent_inputs", counted)
+    return counts
+
+
 @pytest.mark.smax
 def test_a_group_collects_smax_episodes_of_different_lengths_as_its_single_runs(monkeypatch):
-    """The runs' SMAX envs step in one call (``SMAXVecEnv.step_together``), runs that left the stack included."""
+    """The runs' SMAX envs reset and step in one call each (``SMAXVecEnv.reset_together``, ``step_together``), runs
+    that left the stack included, and the agents act on JAX's buffers handed over; the single runs act on the host
+    arrays: the same episodes."""
     pytest.importorskip("jaxmarl")
     from semzoo.envs.smax import SMAXVecEnv
 
-    calls, step_together = [], SMAXVecEnv.step_together
+    calls, resets, step_together, reset_together = [], [], SMAXVecEnv.step_together, SMAXVecEnv.reset_together
 
     def counted(envs, actions):
         calls.append(sum(act is not None for act in actions))
         return step_together(envs, actions)
 
+    def counted_reset(envs, seeds):
+        resets.append(len(envs))
+        return reset_together(envs, seeds)
+
     monkeypatch.setattr(SMAXVecEnv, "step_together", staticmethod(counted))
+    monkeypatch.setattr(SMAXVecEnv, "reset_together", staticmethod(counted_reset))
+    handed = count_handed_inputs(monkeypatch)
     with in_float64():
-        assert collection_differences("smax:3m", "qmix", iterations=3) == []
+        assert collection_differences("smax:3m", "qmix", iterations=3, through_host=True) == []
     assert calls and max(calls) == len(SEEDS) and min(calls) < len(SEEDS), "grouped steps, some after a run left"
+    assert resets == [len(SEEDS)] * 3, "one grouped reset per collection"
+    assert handed["handed"] > 0 and handed["host"] > 0, "the group took JAX's buffers, the single runs the host's"
+
+
+@pytest.mark.smax
+def test_a_smax_run_collects_the_same_episodes_on_inputs_handed_over_as_on_the_host_arrays(monkeypatch):
+    """``EpisodeRunner.run`` with SMAX's inputs handed over (``agent_inputs``: JAX's buffers through DLPack) and
+    through the host: the same batches and, learning in between, the same parameters, in float64 (converted after
+    the hand-over, as the golden runs convert the host arrays)."""
+    pytest.importorskip("jaxmarl")
+    handed = count_handed_inputs(monkeypatch)
+    with in_float64():
+        runs = [Trainer(config_of("smax:3m", "qmix", seed=3), tensorboard=False) for _ in range(2)]
+        runs[1].runner.env.hand_over_inputs = False  # type: ignore[attr-defined]
+        try:
+            for iteration in range(3):
+                got = []
+                for trainer in runs:
+                    epsilon, seed = trainer.next_collection()
+                    batch, stats = trainer.runner.run(epsilon=epsilon, seed=seed, generator=trainer.generator)
+                    got.append(batch)
+                    trainer.store(batch, stats)
+                    trainer.learn(len(stats.returns))
+                assert [name for name in BATCH_FIELDS if not torch.equal(getattr(got[0], name),
+                                                                         getattr(got[1], name))] == [], iteration
+                assert all(torch.equal(p, q) for p, q in zip(runs[0].agent.parameters(), runs[1].agent.parameters()))
+            assert runs[0].counters.updates > 0
+        finally:
+            for trainer in runs:
+                trainer.close()
+    assert handed["handed"] > 0 and handed["host"] > 0
 
 
 def count_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:

@@ -281,6 +281,77 @@ def test_vec_envs_stepped_together_give_their_own_steps_bit_for_bit():
     assert 2 not in together[0]._core.group_sizes, "a smaller group compiled a step of its own"
 
 
+def same_reset(env: SMAXVecEnv, want_env: SMAXVecEnv, got, want) -> bool:
+    """Two resets left the same env: returned arrays, stored arrays, carry (state and PRNG key), no env frozen."""
+    fields = ("obs", "state", "avail", "alive")
+    return (all(np.array_equal(getattr(got, f), getattr(want, f)) for f in fields)
+            and all(np.array_equal(getattr(env._arrays, f), getattr(want, f)) for f in fields)
+            and same_carry(env._carry, want_env._carry) and np.array_equal(env._frozen_N, want_env._frozen_N)
+            and not env._frozen_N.any())
+
+
+def test_vec_envs_reset_together_are_left_as_their_own_resets_bit_for_bit():
+    """K = 3 vec envs reset in one call (``reset_together``) against the same envs reset one by one: with seeds,
+    without one on an env never reset (seeded from 0 as ``reset`` does), and without seeds after an episode that
+    froze every env (each env's key stream goes on, unfrozen); a grouped step after a grouped reset is the step
+    after the env's own reset; two of the three, padded to the compiled K, likewise."""
+    k, n, limit = 3, 2, 4
+    together = [SMAXVecEnv("3m", n, episode_limit=limit) for _ in range(k)]
+    alone = [SMAXVecEnv("3m", n, episode_limit=limit) for _ in range(k)]
+    rng = np.random.default_rng(0)
+    for seeds in ([10, None, 2**31 - 1], [None, 7, None]):  # 2**31 - 1: the last env's second seed wraps in int32
+        got = SMAXVecEnv.reset_together(together, seeds)
+        want = [env.reset(seed=seed) for env, seed in zip(alone, seeds)]
+        assert all(same_reset(*four) for four in zip(together, alone, got, want)), seeds
+        for t in range(limit):  # to the limit: every env frozen before the next reset
+            actions = [random_vec_actions(arrays.avail, rng) for arrays in got]
+            stepped = SMAXVecEnv.step_together(together, actions)
+            for j, (env, act) in enumerate(zip(alone, actions)):
+                result = stepped[j]
+                assert result is not None
+                assert np.array_equal(result[0].state, env.step(act)[0].state), (seeds, t, j)
+                got[j] = result[0]
+        assert all(env._frozen_N.all() for env in together)
+    got = SMAXVecEnv.reset_together(together[:2], [3, None])
+    want = [alone[0].reset(seed=3), alone[1].reset()]
+    assert all(same_reset(*four) for four in zip(together, alone, got, want))
+    assert 2 not in together[0]._core.group_sizes, "a smaller group compiled a reset of its own"
+
+
+def test_agent_inputs_are_jax_buffers_handed_to_torch_on_the_cpu():
+    """JAX 0.10 on the CPU hands its buffers to torch through DLPack without a copy: env k's tensors of a grouped
+    reset or step are row k of the call's K-stacked arrays; their values are the host arrays'."""
+    import torch
+
+    cpu = torch.device("cpu")
+    envs = [SMAXVecEnv("3m", 2), SMAXVecEnv("3m", 2)]
+
+    def handed_over(env: SMAXVecEnv, arrays, k: int) -> bool:
+        got = env.agent_inputs(cpu)
+        assert got is not None
+        obs, avail = got
+        inputs, row = env._handed
+        assert row == (None if k < 0 else k)
+        at = max(k, 0)
+        return (obs.dtype == torch.float32 and avail.dtype == torch.bool
+                and torch.equal(obs, torch.from_numpy(arrays.obs)) and torch.equal(avail, torch.from_numpy(arrays.avail))
+                and obs.data_ptr() == inputs.obs.unsafe_buffer_pointer() + at * obs.nbytes
+                and avail.data_ptr() == inputs.avail.unsafe_buffer_pointer() + at * avail.nbytes)
+
+    rng = np.random.default_rng(0)
+    arrays = envs[0].reset(seed=0)
+    assert handed_over(envs[0], arrays, -1)
+    arrays = envs[0].step(random_vec_actions(arrays.avail, rng))[0]
+    assert handed_over(envs[0], arrays, -1)
+    grouped = SMAXVecEnv.reset_together(envs, [0, 2])
+    assert all(handed_over(env, a, k) for k, (env, a) in enumerate(zip(envs, grouped)))
+    results = SMAXVecEnv.step_together(envs, [random_vec_actions(a.avail, rng) for a in grouped])
+    assert all(r is not None and handed_over(env, r[0], k) for k, (env, r) in enumerate(zip(envs, results)))
+    assert envs[0].agent_inputs(torch.device("meta")) is None  # JAX's arrays are not there: the runner converts
+    envs[0].hand_over_inputs = False
+    assert envs[0].agent_inputs(cpu) is None
+
+
 def test_vec_envs_that_cannot_step_together_are_refused_naming_why():
     env, other = SMAXVecEnv("3m", 2), SMAXVecEnv("3m", 2)
     assert SMAXVecEnv.why_not_together([env, other]) is None
@@ -294,6 +365,10 @@ def test_vec_envs_that_cannot_step_together_are_refused_naming_why():
         assert SMAXVecEnv.why_not_together(envs) == why
         with pytest.raises(ValueError, match=f"^SMAXVecEnv.step_together: {re.escape(why)}$"):
             SMAXVecEnv.step_together(envs, [None] * len(envs))
+        with pytest.raises(ValueError, match=f"^SMAXVecEnv.reset_together: {re.escape(why)}$"):
+            SMAXVecEnv.reset_together(envs, [0] * len(envs))
+    with pytest.raises(ValueError, match=r"^SMAXVecEnv.reset_together: 2 envs with 1 seeds: give one seed"):
+        SMAXVecEnv.reset_together([env, other], [0])
     arrays = [env.reset(seed=0), other.reset(seed=2)]
     with pytest.raises(ValueError, match="2 envs with 1 actions"):
         SMAXVecEnv.step_together([env, other], [None])

@@ -1,7 +1,10 @@
 """The collection of K runs (a ``--seeds`` group) in lockstep: one agent forward per step for all K runs' envs.
 
-    reset each run's N envs with its own seed
+    reset each run's N envs with its own seed: one call where their class resets envs together
+        (``reset_together``, SMAX: one jitted reset of K x N envs), else run by run
     for t < max_t, while some run has an episode going on:
+        the agents' inputs: the envs' own device tensors where they hand them over (``agent_inputs``, SMAX:
+            JAX's buffers through DLPack), else the host arrays converted
         the agents of the runs still collecting, their parameters stacked: one step   (agents/rnn.StackedAgents)
         per run: epsilon-greedy with its own epsilon and generator                      (as EpisodeRunner.run)
         the runs' env steps: one call for all K runs' envs where their class steps envs together
@@ -14,31 +17,45 @@ seeds), so it gets the same episodes up to the float rounding of the stacked for
 An env class steps envs together when it has ``why_not_together(envs) -> str | None`` and
 ``step_together(envs, actions) -> results``: ``actions[k]`` is env k's [N, A] actions or None (env k left as it
 is, result None), and result k is what ``envs[k].step(actions[k])`` returns. A run that left the stack passes
-None, so the env call keeps one shape (K) for the whole collection.
+None, so the env call keeps one shape (K) for the whole collection. It resets them together when it also has
+``reset_together(envs, seeds) -> arrays``, result k what ``envs[k].reset(seed=seeds[k])`` returns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 from semzoo.agents.rnn import StackedAgents
 from semzoo.agents.selection import epsilon_greedy
-from semzoo.run.runner import EpisodeRecord, EpisodeRunner, RolloutStats
-from semzoo.types import NO_ACTION, EpisodeBatch, VecCTDEEnv, VecStep
+from semzoo.run.runner import EpisodeRecord, EpisodeRunner, RolloutStats, handed_inputs
+from semzoo.types import NO_ACTION, CTDEArrays, EpisodeBatch, VecCTDEEnv, VecStep
+
+
+def _env_together(envs: Sequence[VecCTDEEnv], name: str) -> Callable[..., Any] | None:
+    """The env class's method ``name`` for all ``envs`` in one call, when it has it and ``why_not_together`` and
+    these envs pass (``why_not_together`` is None); else None."""
+    kind = type(envs[0])
+    together = getattr(kind, name, None)
+    why_not = getattr(kind, "why_not_together", None)
+    if together is None or why_not is None or why_not(envs) is not None:
+        return None
+    return together
 
 
 def env_step_together(envs: Sequence[VecCTDEEnv]) -> Callable[..., list[VecStep | None]] | None:
     """The env class's step of all ``envs`` in one call (``step_together``), when it has one and these envs can
     step together (``why_not_together`` is None); else None (the envs step one by one)."""
-    kind = type(envs[0])
-    step_together = getattr(kind, "step_together", None)
-    why_not = getattr(kind, "why_not_together", None)
-    if step_together is None or why_not is None or why_not(envs) is not None:
-        return None
-    return step_together
+    return _env_together(envs, "step_together")
+
+
+def env_reset_together(envs: Sequence[VecCTDEEnv]) -> Callable[..., list[CTDEArrays]] | None:
+    """The env class's reset of all ``envs`` in one call (``reset_together(envs, seeds)``, result k what
+    ``envs[k].reset(seeds[k])`` returns), as for ``env_step_together``; else None (the envs reset one by one)."""
+    return _env_together(envs, "reset_together")
 
 
 class GroupRunner:
@@ -52,6 +69,8 @@ class GroupRunner:
         self.envs = [runner.env for runner in runners]
         self.step_together = env_step_together(self.envs)
         """One env call for all runs' steps, or None (each run's env steps on its own)."""
+        self.reset_together = env_reset_together(self.envs)
+        """One env call for all runs' resets, or None (each run's env resets on its own)."""
 
     @staticmethod
     def why_not(runners: Sequence[EpisodeRunner]) -> str | None:
@@ -85,7 +104,10 @@ class GroupRunner:
         first, device, dtype = runners[0], runners[0].device, torch.get_default_dtype()
         n, a = first.env.n_envs, first.env.n_agents
         records = [EpisodeRecord(r.env, r.max_t) for r in runners]
-        arrays = [r.env.reset(seed=seed) for r, seed in zip(runners, seeds)]
+        if self.reset_together is None:
+            arrays = [r.env.reset(seed=seed) for r, seed in zip(runners, seeds)]
+        else:
+            arrays = self.reset_together(self.envs, list(seeds))
         live = list(range(len(runners)))  # the runs with an episode going on, in the order of the stack
         agents = StackedAgents([r.agent for r in runners])
         hidden_KNAH = torch.zeros(len(runners), n, a, agents.hidden_dim, device=device, dtype=dtype)  # nn.GRU's h0=None
@@ -93,12 +115,18 @@ class GroupRunner:
         for t in range(first.max_t):
             for k in live:
                 records[k].observe(t, arrays[k])
-            obs_KNAO = torch.as_tensor(np.stack([arrays[k].obs for k in live]), device=device, dtype=dtype)
+            handed = [handed_inputs(self.envs[k], device) for k in live]  # the envs' own tensors, or None
+            if all(inputs is not None for inputs in handed):  # converted to the run's dtype after the hand-over
+                obs_KNAO = torch.stack([inputs[0] for inputs in handed if inputs is not None]).to(dtype)
+                avail_K = [inputs[1] for inputs in handed if inputs is not None]
+            else:
+                obs_KNAO = torch.as_tensor(np.stack([arrays[k].obs for k in live]), device=device, dtype=dtype)
+                avail_K = [torch.as_tensor(arrays[k].avail, device=device) for k in live]
             inputs = first.agent.build_inputs(obs_KNAO.reshape(len(live) * n, 1, a, -1),
                                               last_action_KN1A.reshape(len(live) * n, 1, a))
             q_KN1AU, hidden_KNAH = agents(inputs.reshape(len(live), n, *inputs.shape[1:]), hidden_KNAH)
-            chosen = [epsilon_greedy(q_KN1AU[j, :, 0], torch.as_tensor(arrays[k].avail, device=device), epsilons[k],
-                                     generators[k]) for j, k in enumerate(live)]  # each run's own draws
+            chosen = [epsilon_greedy(q_KN1AU[j, :, 0], avail_K[j], epsilons[k], generators[k])
+                      for j, k in enumerate(live)]  # each run's own draws
             chosen_np = [actions.cpu().numpy() for actions in chosen]
             going = []
             for k, actions_NA, (arrays_k, reward, terminated, truncated, info) in zip(

@@ -80,6 +80,17 @@ class EpisodeRecord:
         return batch, stats
 
 
+def handed_inputs(env: VecCTDEEnv, device: torch.device) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The agents' inputs of the env's last reset or step, obs [N, A, O] and avail [N, A, U], as tensors on ``device``
+    that the env hands over itself (``agent_inputs(device)``, SMAX: JAX's buffers through DLPack, no copy through
+    the host); None where the env has no such method or cannot hand them to ``device``: convert its arrays then.
+
+    The tensors may be the env's own buffers: read them, never write into them.
+    """
+    agent_inputs = getattr(env, "agent_inputs", None)
+    return None if agent_inputs is None else agent_inputs(device)
+
+
 class EpisodeRunner:
     """Runs the N envs of a ``VecCTDEEnv`` for one episode each, in lockstep, batching the agents' forward pass."""
 
@@ -96,9 +107,14 @@ class EpisodeRunner:
         hidden = None
         last_action = torch.full((n, 1, a), NO_ACTION, dtype=torch.int64, device=self.device)
         for t in range(self.max_t):
-            record.observe(t, arrays)
-            obs_t = torch.as_tensor(arrays.obs, device=self.device, dtype=torch.get_default_dtype()).unsqueeze(1)
-            avail_t = torch.as_tensor(arrays.avail, device=self.device)
+            record.observe(t, arrays)  # the host arrays go into the episode
+            handed = handed_inputs(env, self.device)
+            if handed is None:
+                obs_NAO = torch.as_tensor(arrays.obs, device=self.device, dtype=torch.get_default_dtype())
+                avail_t = torch.as_tensor(arrays.avail, device=self.device)
+            else:  # converted to the run's dtype after the hand-over (float32 to float64 is exact)
+                obs_NAO, avail_t = handed[0].to(torch.get_default_dtype()), handed[1]
+            obs_t = obs_NAO.unsqueeze(1)
             q, hidden = self.agent(self.agent.build_inputs(obs_t, last_action), hidden)
             chosen = epsilon_greedy(q[:, 0], avail_t, epsilon, generator)
             last_action = chosen.unsqueeze(1)
