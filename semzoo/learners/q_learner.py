@@ -56,6 +56,15 @@ class TargetLoss:
     """w_t, [B,T]."""
 
 
+def compiled_update(loss: Any, bucket_steps: int, backend: str = "inductor") -> Any:
+    """``loss`` under ``torch.compile`` for batches padded to multiples of ``bucket_steps`` (fixed shapes): with
+    inductor, mode reduce-overhead (CUDA graphs); another backend (``aot_eager``) as it is."""
+    if bucket_steps < 1:
+        raise ValueError(f"bucket_steps={bucket_steps}: expected a positive number of steps")
+    how: dict[str, Any] = {"mode": "reduce-overhead"} if backend == "inductor" else {"backend": backend}
+    return torch.compile(loss, dynamic=False, **how)
+
+
 class QLearner:
     """Value-decomposition Q-learning with an optional episodic-memory target.
 
@@ -90,11 +99,8 @@ class QLearner:
         (``aot_eager``) traces the same function without a C compiler or a GPU: the CPU tests do. A group's
         vmapped update compiles its own loss (``StackedUpdate.compile``).
         """
-        if bucket_steps < 1:
-            raise ValueError(f"bucket_steps={bucket_steps}: expected a positive number of steps")
+        self.compiled_loss = compiled_update(self.loss, bucket_steps, backend)  # refuses bucket_steps < 1 first
         self.bucket_steps = bucket_steps
-        how: dict[str, Any] = {"mode": "reduce-overhead"} if backend == "inductor" else {"backend": backend}
-        self.compiled_loss = torch.compile(self.loss, dynamic=False, **how)
 
     @property
     def memory_kind(self) -> str:

@@ -30,7 +30,7 @@ from torch.func import functional_call, vmap
 
 from semzoo.agents.rnn import RNNAgent
 from semzoo.learners.batch import pad_batch
-from semzoo.learners.q_learner import QLearner, stats_to_floats
+from semzoo.learners.q_learner import QLearner, compiled_update, stats_to_floats
 from semzoo.types import CleanBatch, EpisodeBatch
 
 PAD_RATIO = 1.5
@@ -133,11 +133,8 @@ class StackedUpdate:
         first update runs eagerly (it finds which agent networks the loss reads). ``backend`` other than
         inductor (``aot_eager``) traces the same function without a C compiler or a GPU: the CPU tests do.
         """
-        if bucket_steps < 1:
-            raise ValueError(f"bucket_steps={bucket_steps}: expected a positive number of steps")
+        self.compiled_loss = compiled_update(self.vmapped_loss, bucket_steps, backend)  # refuses bucket_steps < 1 first
         self.bucket_steps = bucket_steps
-        how: dict[str, Any] = {"mode": "reduce-overhead"} if backend == "inductor" else {"backend": backend}
-        self.compiled_loss = torch.compile(self.vmapped_loss, dynamic=False, **how)
 
     def _loss(self, params: dict[str, torch.Tensor], q: dict[str, torch.Tensor], clean: dict[str, torch.Tensor],
               lookup: dict[str, torch.Tensor] | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
