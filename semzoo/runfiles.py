@@ -26,6 +26,7 @@ from typing import Any
 
 from semzoo.config import TrainConfig, config_fields
 from semzoo.episodic.memory import NO_MEMORY, memory_of
+from semzoo.presets import preset_fields
 
 METRIC_FIELDS = ("env_steps", "episodes", "updates", "wall_time", "name", "value")
 CONFIG_FILE = "config.json"
@@ -41,6 +42,8 @@ TIMING_METRICS = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "te
 STORED_BEFORE = {"sequential": True}
 """Fields added after 0.2 whose default would change a stored run, with the value such a run was trained with:
 a config.json or checkpoint without the key ran that way (0.2 collected and learned one after the other)."""
+PRESET_KEY = "preset"
+"""The config key of a run's preset; ``run_variant`` shows it in place of the fields the preset set."""
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -107,15 +110,22 @@ def env_label(config: TrainConfig) -> str:
 
 def run_variant(config: TrainConfig) -> dict[str, Any]:
     """The run's section settings (agent, mixer, memory, learner, exploration) that differ from the defaults, key
-    -> value in the config's order; memory settings only for an algorithm with episodic memory."""
+    -> value in the config's order; memory settings only for an algorithm with episodic memory.
+
+    A preset stands for the fields it set (``semzoo.presets``): a run with ``--preset authors-smac`` that the
+    preset changes gets ``preset`` first, then only its settings off the preset's values, so a report calls it
+    ``qplex preset=authors-smac``, not by the eight fields the preset set. A preset that sets nothing for the
+    run's algorithm names nothing.
+    """
     has_memory = memory_of(config.algo) != NO_MEMORY
     data = config.to_dict()
-    out = {}
+    preset = preset_fields(config.preset, config.algo)
+    out: dict[str, Any] = {PRESET_KEY: config.preset} if preset else {}
     for f in config_fields():
         if f.section is None or (f.section == "memory" and not has_memory):
             continue
         value = data[f.section][f.name]
-        if value != f.default:
+        if value != preset.get(f.key, f.default):
             out[f.key] = value
     return out
 

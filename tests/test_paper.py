@@ -126,3 +126,44 @@ def test_report_writes_the_table_1_layout(tmp_path):
     assert "## The paper's Table 1 layout over these maps" in result.markdown
     # here 13 -> 63 (halves up); the paper on these maps: CW-QMIX 78, 49 and SEM-CW-QMIX 95, 75 at 0.5M.
     assert "| 13 -> 63 | 64 -> 85 | 46 -> 52 |" in result.markdown
+
+
+def test_the_authors_smac_setup_compares_with_the_paper_in_rows_of_its_own():
+    # The paper ran its baselines from their authors' code: QPLEX in that setup (--preset authors-smac) sits
+    # beside the paper's QPLEX too, paired with SEM-QPLEX in the same setup, never with the default's.
+    rows = [row("smax:3s5z", "qplex", value=0.08, seeds=5), row("smax:3s5z", "sem-qplex", value=0.33, seeds=5),
+            row("smax:3s5z", "qplex preset=authors-smac", value=0.02, seeds=2),
+            row("smax:3s5z", "sem-qplex preset=authors-smac", value=0.59, seeds=1),
+            row("smax:3s5z", "qplex preset=authors-smac qatten_heads=8")]  # off the authors' setup: another method
+    cells = paper_cells(rows, "test_win_rate")
+    assert [(c.label, c.algo, c.setup, c.paper) for c in cells] == [
+        ("qplex", "qplex", "", 0.80), ("sem-qplex", "sem-qplex", "", 0.92),
+        ("qplex preset=authors-smac", "qplex", "preset=authors-smac", 0.80),
+        ("sem-qplex preset=authors-smac", "sem-qplex", "preset=authors-smac", 0.92)]
+    table = paper_markdown(cells)
+    assert ("| smax:3s5z, 0.5M | qplex preset=authors-smac | 80 / 2 (2 seeds) | 92 / 59 (1 seed) | "
+            "SEM ahead / SEM ahead |") in table
+    assert "| smax:3s5z, 0.5M | qplex | 80 / 8 (5 seeds) | 92 / 33 (5 seeds) |" in table
+    layout = table_1_rows(cells)
+    assert [(r.base, r.setup, r.seeds, r.here[:2]) for r in layout] == [
+        ("qplex", "", (5,), (0.08, 0.33)), ("qplex", "preset=authors-smac", (1,), (0.02, 0.59))]
+    assert "| qplex preset=authors-smac, 0.5M | smax: 3s5z (1) | 2 -> 59 | 80 -> 92 | 58 -> 63 |" in \
+        table_1_markdown(layout)
+
+
+def test_report_names_a_preset_once_and_sets_its_runs_beside_the_paper(tmp_path):
+    root = tmp_path / "runs"
+    for seed in (0, 1):
+        write_run(root, "smax:3s5z", "qplex", seed, {250_000: 0.1, 500_000: 0.2})
+        write_run(root, "smax:3s5z", "sem-qplex", seed, {250_000: 0.3, 500_000: 0.4})
+        write_run(root, "smax:3s5z", "qplex", seed, {250_000: 0.0, 500_000: 0.0}, preset="authors-smac")
+        write_run(root, "smax:3s5z", "sem-qplex", seed, {250_000: 0.5, 500_000: 0.6}, preset="authors-smac")
+    result = report(root, at=[250_000, 500_000], reps=REPS, out=tmp_path / "report")
+    assert "updates_per_episode" not in result.markdown  # the preset's eight fields are named by the preset
+    assert "| smax:3s5z | 1.000 [1.000, 1.000] | sem-qplex preset=authors-smac | qplex preset=authors-smac | 2 / 2 |" \
+        in result.markdown
+    assert ("| smax:3s5z, 0.5M | qplex preset=authors-smac | 80 / 0 (2 seeds) | 92 / 60 (2 seeds) | "
+            "SEM ahead / SEM ahead |") in result.markdown
+    assert [(r.base, r.setup, r.step) for r in result.table_1] == [
+        ("qplex", "", 250_000), ("qplex", "preset=authors-smac", 250_000),
+        ("qplex", "", 500_000), ("qplex", "preset=authors-smac", 500_000)]

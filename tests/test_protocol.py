@@ -50,10 +50,11 @@ RETURN_SCALE = 20.0
 """test_return_mean = RETURN_SCALE x test_win_rate in every fixture row."""
 
 
-def write_run(root, env, algo, seed, win_rate_by_step):
+def write_run(root, env, algo, seed, win_rate_by_step, preset="none"):
     """A run directory with config.json and metrics.csv: test_win_rate and test_return_mean at each step."""
-    config = TrainConfig(env=env, algo=algo, seed=seed, steps=max(win_rate_by_step), test_interval=TEST_INTERVAL)
-    run_dir = root / f"{env.replace(':', '_')}_{algo}_seed{seed}"
+    config = TrainConfig(env=env, algo=algo, seed=seed, steps=max(win_rate_by_step), test_interval=TEST_INTERVAL,
+                         preset=preset)
+    run_dir = root / f"{env.replace(':', '_')}_{algo}{'' if preset == 'none' else '_' + preset}_seed{seed}"
     run_dir.mkdir(parents=True)
     (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
     with (run_dir / "metrics.csv").open("w", newline="") as f:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from semzoo.analysis.protocol import memory_pairs
 from semzoo.analysis.report import load_runs, score_table
 from semzoo.cli import app
-from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
+from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
 from semzoo.run.rundir import default_run_name
 from semzoo.run.sweep import parse_grid, plan_trials
 from semzoo.runfiles import METRIC_FIELDS, run_labels, run_variant
@@ -46,6 +46,22 @@ def test_memory_settings_do_not_label_an_algorithm_without_memory():
     configs = [TrainConfig(algo="qmix", memory=MemoryConfig(lam=0.3)), TrainConfig(algo="saem-vdn"),
                TrainConfig(algo="saem-vdn", memory=MemoryConfig(lam=0.3))]
     assert run_labels(configs) == ["qmix", "saem-vdn", "saem-vdn lam=0.3"]
+
+
+def test_a_preset_labels_its_runs_by_its_name_and_they_pair_with_their_base_in_the_preset():
+    """``--preset authors-smac`` sets eight QPLEX fields; a report names it once, and a field given another
+    value than the preset's still shows. A preset that sets nothing for an algorithm (QMIX) names nothing."""
+    configs = [TrainConfig(algo="qplex"), TrainConfig(algo="sem-qplex"),
+               TrainConfig(algo="qplex", preset="authors-smac"), TrainConfig(algo="sem-qplex", preset="authors-smac"),
+               TrainConfig(algo="qplex", preset="authors-smac", mixer=MixerConfig(qatten_heads=8)),
+               TrainConfig(algo="qmix", preset="authors-smac")]
+    labels = run_labels(configs)
+    assert labels == ["qplex", "sem-qplex", "qplex preset=authors-smac", "sem-qplex preset=authors-smac",
+                      "qplex preset=authors-smac qatten_heads=8", "qmix"]
+    assert run_variant(configs[2]) == {"preset": "authors-smac"}
+    assert configs[2].learner.updates_per_episode == 2 and configs[2].mixer.qplex_transformation == "qatten"
+    assert sorted(memory_pairs(labels)) == [("sem-qplex", "qplex"),
+                                            ("sem-qplex preset=authors-smac", "qplex preset=authors-smac")]
 
 
 def test_a_grid_axis_names_its_runs_and_keeps_the_default_value_at_the_plain_name(tmp_path):

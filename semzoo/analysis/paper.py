@@ -7,7 +7,9 @@ weighted one (its footnote), which semzoo calls ``cw-qmix``.
 
 Only cells that can be compared are set side by side: the same map (a ``smax:<map>`` or ``smac:<map>`` env),
 the same algorithm id at the paper's defaults (a label with settings off the defaults, such as a lambda
-sweep's, is another method), the same step, and the win rate. The paper ran StarCraft II; SMAX is another
+sweep's, is another method), the same step, and the win rate. The paper ran its baselines from their authors'
+code, so a run of the same id in its authors' SMAC setup (``--preset authors-smac``, labelled
+``qplex preset=authors-smac``) compares too, as its own setup: X and SEM-X pair within a setup, never across. The paper ran StarCraft II; SMAX is another
 simulator with its own unit stats, reward and observations (docs/smac.md), so a level here says nothing
 about a level there: what can agree is the direction, whether SEM-X is ahead of X on that map and step.
 That is what ``direction`` reads, for the paper's numbers and for the recomputed ones alike.
@@ -21,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from semzoo.analysis.report import SUMMARY_ENVS, TableRow
+from semzoo.runfiles import PRESET_KEY, setting_text
 
 PAPER_METRIC = "test_win_rate"
 SMAC_FAMILIES = ("smax", "smac")
@@ -29,6 +32,9 @@ SMAC_FAMILIES = ("smax", "smac")
 PAPER_ALGOS = ("vdn", "sem-vdn", "qmix", "sem-qmix", "qplex", "sem-qplex", "cw-qmix", "sem-cw-qmix")
 PAPER_BASES = tuple(a for a in PAPER_ALGOS if not a.startswith("sem-"))
 """The four value-decomposition baselines X that the paper pairs with SEM-X."""
+PAPER_SETUPS = ("", setting_text(PRESET_KEY, "authors-smac"))
+"""The label suffixes (``runfiles.run_labels``) of runs that compare with the paper's: semzoo's defaults, and the
+baselines' SMAC setup as their authors ran it (the code the paper ran), in the order the tables show them."""
 PAPER_MAPS = ("1c3s5z", "2s_vs_1sc", "2s3z", "3s5z", "27m_vs_30m", "2c_vs_64zg", "MMM2", "bane_vs_bane")
 
 _WIN_PERCENT = {
@@ -81,12 +87,20 @@ class PaperCell:
     env: str
     task: str
     algo: str
+    """The algorithm id (the label without its setup)."""
     step: int
     paper: float
     here: float
     """The mean over seeds of the recomputed table."""
     seeds: int
     """Seeds that reached the step (at least 1)."""
+    setup: str = ""
+    """'' for semzoo's defaults, else the label's suffix naming the setup (``PAPER_SETUPS``)."""
+
+    @property
+    def label(self) -> str:
+        """The run label the cell comes from (``qplex preset=authors-smac``)."""
+        return _label(self.algo, self.setup)
 
 
 def paper_cells(rows: Sequence[TableRow], metric: str) -> list[PaperCell]:
@@ -98,11 +112,21 @@ def paper_cells(rows: Sequence[TableRow], metric: str) -> list[PaperCell]:
         if row.env in SUMMARY_ENVS or row.seeds == 0:  # score_table has a row for every algo on every env
             continue
         family, _, task = row.env.partition(":")
-        paper = PAPER_WIN_RATE.get((task, row.algo, row.step))
-        if family in SMAC_FAMILIES and paper is not None:
-            cells.append(PaperCell(env=row.env, task=task, algo=row.algo, step=row.step, paper=paper,
-                                   here=row.value, seeds=row.seeds))
+        algo, _, setup = row.algo.partition(" ")
+        paper = PAPER_WIN_RATE.get((task, algo, row.step))
+        if family in SMAC_FAMILIES and paper is not None and setup in PAPER_SETUPS:
+            cells.append(PaperCell(env=row.env, task=task, algo=algo, step=row.step, paper=paper,
+                                   here=row.value, seeds=row.seeds, setup=setup))
     return cells
+
+
+def _label(algo: str, setup: str) -> str:
+    return f"{algo} {setup}" if setup else algo
+
+
+def _setups(cells: Sequence[PaperCell]) -> list[str]:
+    found = {c.setup for c in cells}
+    return [setup for setup in PAPER_SETUPS if setup in found]
 
 
 def direction(with_memory: float, base: float) -> str:
@@ -119,23 +143,25 @@ def paper_markdown(cells: Sequence[PaperCell]) -> str:
 
     A pair shows when the paper reports both and the runs hold at least one of them; '-' marks a side with
     no run at that step. Win rates in whole %, as the paper writes them (halves round up); 'here' is the
-    mean over the seeds counted in brackets.
+    mean over the seeds counted in brackets. A setup other than the defaults gets its own rows, X named with it.
     """
-    found = {(c.env, c.algo, c.step): c for c in cells}
+    found = {(c.env, c.label, c.step): c for c in cells}
     lines = ["| map, step | X | X: paper / here | SEM-X: paper / here | SEM-X > X? paper / here |",
              "|---|---|---|---|---|"]
     for env in dict.fromkeys(c.env for c in cells):
         task = env.partition(":")[2]
         for step in sorted({c.step for c in cells if c.env == env}):
-            for base in PAPER_BASES:
-                pair = found.get((env, base, step)), found.get((env, f"sem-{base}", step))
-                if pair == (None, None):
-                    continue
-                paper = PAPER_WIN_RATE[(task, base, step)], PAPER_WIN_RATE[(task, f"sem-{base}", step)]
-                here = tuple(math.nan if c is None else c.here for c in pair)
-                sides = [f"{_percent(p)} / {_here(c)}" for p, c in zip(paper, pair, strict=True)]
-                lines.append(f"| {env}, {step / 1e6:g}M | {base} | {sides[0]} | {sides[1]} | "
-                             f"{direction(paper[1], paper[0])} / {direction(here[1], here[0])} |")
+            for setup in _setups(cells):
+                for base in PAPER_BASES:
+                    pair = (found.get((env, _label(base, setup), step)),
+                            found.get((env, _label(f"sem-{base}", setup), step)))
+                    if pair == (None, None):
+                        continue
+                    paper = PAPER_WIN_RATE[(task, base, step)], PAPER_WIN_RATE[(task, f"sem-{base}", step)]
+                    here = tuple(math.nan if c is None else c.here for c in pair)
+                    sides = [f"{_percent(p)} / {_here(c)}" for p, c in zip(paper, pair, strict=True)]
+                    lines.append(f"| {env}, {step / 1e6:g}M | {_label(base, setup)} | {sides[0]} | {sides[1]} | "
+                                 f"{direction(paper[1], paper[0])} / {direction(here[1], here[0])} |")
     return "\n".join(lines)
 
 
@@ -160,6 +186,8 @@ class Table1Row:
     """The paper's appendix numbers across the same maps: what ``here`` compares with."""
     paper: Table1Cells
     """Table 1 as printed: across all eight maps of SMAC."""
+    setup: str = ""
+    """The runs' setup ('' for semzoo's defaults, ``PAPER_SETUPS``); X and SEM-X share it."""
 
 
 def table_1_cells(per_map: Sequence[tuple[float, float]]) -> Table1Cells:
@@ -175,24 +203,27 @@ def table_1_rows(cells: Sequence[PaperCell]) -> list[Table1Row]:
     A map where only one side reached the step is left out of that row (a mean over other maps on each side
     would not compare); the paper's cells over the same maps sit beside, and Table 1's own numbers after them.
     """
-    found = {(c.env, c.algo, c.step): c for c in cells}
+    found = {(c.env, c.label, c.step): c for c in cells}
     rows = []
     for family in dict.fromkeys(c.env.partition(":")[0] for c in cells):
         envs = list(dict.fromkeys(c.env for c in cells if c.env.startswith(f"{family}:")))
         for step in sorted({c.step for c in cells}):
-            for base in PAPER_BASES:
-                pairs = [(found.get((env, base, step)), found.get((env, f"sem-{base}", step))) for env in envs]
-                both = [(x, sem) for x, sem in pairs if x is not None and sem is not None]
-                if not both:
-                    continue
-                maps = tuple(x.task for x, _ in both)
-                rows.append(Table1Row(
-                    family=family, base=base, step=step, maps=maps,
-                    seeds=tuple(min(x.seeds, sem.seeds) for x, sem in both),
-                    here=table_1_cells([(x.here, sem.here) for x, sem in both]),
-                    paper_same_maps=table_1_cells([(PAPER_WIN_RATE[(task, base, step)],
-                                                    PAPER_WIN_RATE[(task, f"sem-{base}", step)]) for task in maps]),
-                    paper=_rates(PAPER_TABLE_1[(base, step)])))
+            for setup in _setups(cells):
+                for base in PAPER_BASES:
+                    pairs = [(found.get((env, _label(base, setup), step)),
+                              found.get((env, _label(f"sem-{base}", setup), step))) for env in envs]
+                    both = [(x, sem) for x, sem in pairs if x is not None and sem is not None]
+                    if not both:
+                        continue
+                    maps = tuple(x.task for x, _ in both)
+                    rows.append(Table1Row(
+                        family=family, base=base, step=step, maps=maps, setup=setup,
+                        seeds=tuple(min(x.seeds, sem.seeds) for x, sem in both),
+                        here=table_1_cells([(x.here, sem.here) for x, sem in both]),
+                        paper_same_maps=table_1_cells([(PAPER_WIN_RATE[(task, base, step)],
+                                                        PAPER_WIN_RATE[(task, f"sem-{base}", step)])
+                                                       for task in maps]),
+                        paper=_rates(PAPER_TABLE_1[(base, step)])))
     return rows
 
 
@@ -205,7 +236,8 @@ def table_1_markdown(rows: Sequence[Table1Row]) -> str:
         maps = ", ".join(f"{m} ({n})" for m, n in zip(r.maps, r.seeds, strict=True))
         sources = (r.here, r.paper_same_maps, r.paper)
         cells = [f"{_percent(src[i])} -> {_percent(src[i + 1])}" for i in (0, 2) for src in sources]
-        lines.append(f"| {r.base}, {r.step / 1e6:g}M | {r.family}: {maps} | " + " | ".join(cells) + " |")
+        lines.append(f"| {_label(r.base, r.setup)}, {r.step / 1e6:g}M | {r.family}: {maps} | "
+                     + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -225,5 +257,5 @@ def _here(cell: PaperCell | None) -> str:
     return f"{_percent(cell.here)} ({cell.seeds} seed{'' if cell.seeds == 1 else 's'})"
 
 
-__all__ = ["PAPER_ALGOS", "PAPER_BASES", "PAPER_MAPS", "PAPER_TABLE_1", "PAPER_WIN_RATE", "PaperCell", "Table1Cells", "Table1Row",
+__all__ = ["PAPER_ALGOS", "PAPER_BASES", "PAPER_MAPS", "PAPER_SETUPS", "PAPER_TABLE_1", "PAPER_WIN_RATE", "PaperCell", "Table1Cells", "Table1Row",
            "direction", "paper_cells", "paper_markdown", "table_1_cells", "table_1_markdown", "table_1_rows"]

@@ -849,7 +849,8 @@ def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None
                      "Per base X, the mean and the median across maps of the win rate (each map's mean over seeds), "
                      "X -> SEM-X in %, over the maps where both reached the step; beside them the paper's appendix "
                      "numbers over the same maps, and its Table 1 over all eight maps of SMAC as printed. With two "
-                     "maps the median is the mean.", "",
+                     "maps the median is the mean. Runs in the baselines' authors' SMAC setup (the code the paper "
+                     "ran; `--preset authors-smac`) have rows of their own.", "",
                      table_1_markdown(table_1)]
 
     figures = []
