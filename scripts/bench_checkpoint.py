@@ -7,13 +7,21 @@ are those of a run past its first 5000 episodes; the SEM table has its default c
 checkpoint stores the episodes' real steps only, so its size follows their length: ``--lengths`` gives
 the episode lengths as fractions of the env's limit (1.0: every episode at the time limit, the
 largest checkpoint; SMAX 2s3z episodes average about 0.6 of theirs by 0.5M steps).
+
+Beside the times, the extra memory of a save and of a load: the peak of the process's resident memory
+during the call (sampled every 5 ms) over its resident memory just before. A load's extra memory holds the
+loaded payload itself, which the trainer then copies into its buffer and drops.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
+import threading
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,6 +32,32 @@ from semzoo.run.trainer import Trainer
 from semzoo.types import EpisodeBatch
 
 BYTES_PER_MB = 1e6
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def resident_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+
+def extra_memory(call: Callable[[], Any]) -> tuple[Any, int]:
+    """``call()``'s result and the peak of resident memory during it over resident memory before it, in bytes."""
+    before = peak = resident_bytes()
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.wait(0.005):
+            peak = max(peak, resident_bytes())
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        result = call()
+    finally:
+        done.set()
+        sampler.join()
+    return result, max(peak, resident_bytes()) - before
 
 
 def fill(trainer: Trainer, length: int, chunk: int = 100) -> None:
@@ -49,19 +83,23 @@ def bench(env: str, algo: str, repeats: int, fraction: float) -> None:
             buffer = trainer.buffer
             length = max(1, round(fraction * buffer.max_t))
             fill(trainer, length)
-            save_s, load_s = [], []
+            save_s, load_s, save_extra, load_extra = [], [], [], []
             for i in range(repeats):
                 trainer.counters.env_steps = i + 1
                 start = time.perf_counter()
-                path = trainer.save_checkpoint()
+                path, extra = extra_memory(trainer.save_checkpoint)
                 save_s.append(time.perf_counter() - start)
+                save_extra.append(extra)
                 start = time.perf_counter()
-                CheckpointManager(tmp).load_latest()
+                loaded, extra = extra_memory(CheckpointManager(tmp).load_latest)
                 load_s.append(time.perf_counter() - start)
+                load_extra.append(extra)
+                del loaded
             size = path.stat().st_size
             print(f"{env:18s} {algo:9s} length {length:4d}/{buffer.max_t:<4d} buffer {buffer.nbytes / BYTES_PER_MB:8.1f} MB  memory "
                   f"{(trainer.memory.nbytes if trainer.memory else 0) / BYTES_PER_MB:6.1f} MB  checkpoint "
-                  f"{size / BYTES_PER_MB:8.1f} MB  save {min(save_s):6.2f} s  load {min(load_s):6.2f} s")
+                  f"{size / BYTES_PER_MB:8.1f} MB  save {min(save_s):6.2f} s (+{max(save_extra) / BYTES_PER_MB:.0f} MB)  "
+                  f"load {min(load_s):6.2f} s (+{max(load_extra) / BYTES_PER_MB:.0f} MB)")
         finally:
             trainer.close()
 

@@ -253,3 +253,28 @@ def test_a_checkpoint_older_than_a_config_section_still_matches_its_run(tmp_path
     changed = {**older, "memory": {**older["memory"], "lam": 0.5}}
     with pytest.raises(CheckpointError, match=r"other values of \['memory'\]"):
         check_checkpoint_matches({"env": config.env, "algo": config.algo, "config": changed}, config, tmp_path / "c.ckpt")
+
+
+def test_a_checkpoint_streams_through_its_checksum_and_older_headers_still_load(tmp_path):
+    """The payload is written as it is serialised, the header (its byte count zero-padded) last; a file with the
+    unpadded header that earlier versions wrote loads the same."""
+    import hashlib
+    import io
+
+    payload = {"w": torch.arange(1000, dtype=torch.float32), "keys": np.arange(6, dtype=np.uint32), "n": 3}
+    path = tmp_path / "new.ckpt"
+    size = save_checkpoint(path, payload)
+    raw = path.read_bytes()
+    header, _, body = raw.partition(b"\n")
+    reference = io.BytesIO()
+    torch.save({"w": payload["w"], "keys": {"__ndarray__": torch.from_numpy(payload["keys"]), "dtype": "<u4"}, "n": 3},
+               reference)
+    assert body == reference.getvalue() and size == len(raw)  # the bytes torch.save writes, streamed
+    magic, version, checksum, count = header.split(b" ")
+    assert (magic, version, len(count)) == (b"SEMZOO-CKPT", b"1", 20) and int(count) == len(body)
+    assert checksum == hashlib.sha256(body).hexdigest().encode()
+    old = tmp_path / "old.ckpt"
+    old.write_bytes(b"SEMZOO-CKPT 1 %s %d\n" % (checksum, len(body)) + body)
+    for loaded in (load_checkpoint(path), load_checkpoint(old)):
+        assert torch.equal(loaded["w"], payload["w"]) and np.array_equal(loaded["keys"], payload["keys"])
+        assert loaded["keys"].dtype == np.uint32 and loaded["n"] == 3

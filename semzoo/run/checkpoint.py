@@ -10,6 +10,11 @@ runs code. A file is written to a temporary name in the same folder, flushed, fs
 renamed over its final name and the folder fsync'ed, so a reader sees the old file or the new
 one, never a partial one. A file whose length or checksum does not match is corrupt:
 ``CheckpointManager.load_latest`` then falls back to the previous checkpoint with a warning.
+
+A checkpoint with a full replay buffer runs to gigabytes, so neither side holds the file in memory: the
+payload streams into the file through the checksum (the header's byte count is zero-padded to a fixed width,
+written last), and a reader checks the checksum in chunks, then loads from the file past the header. Saving
+or loading takes the payload's own tensors and no copy of the file's bytes.
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ import io
 import os
 import re
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, BinaryIO, cast
 
 import numpy as np
 import torch
@@ -34,6 +40,9 @@ TMP_SUFFIX = ".tmp"
 CORRUPT_SUFFIX = ".corrupt"
 KEEP_LAST = 2
 MAX_HEADER_BYTES = 256
+SIZE_DIGITS = 20
+"""Width of the header's zero-padded byte count: the header is written before the payload's size is known."""
+_CHUNK = 1 << 24
 _NDARRAY_TAG = "__ndarray__"
 
 
@@ -50,8 +59,9 @@ class CheckpointWarning(UserWarning):
 
 def _encode(value: Any) -> Any:
     if isinstance(value, np.ndarray):
-        array = np.ascontiguousarray(value)
-        return {_NDARRAY_TAG: torch.from_numpy(array.copy()), "dtype": array.dtype.str}
+        array = np.ascontiguousarray(value)  # shared, not copied: torch.save reads it while the caller waits
+        return {_NDARRAY_TAG: torch.from_numpy(array if array.flags.writeable else array.copy()),
+                "dtype": array.dtype.str}
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, dict):
@@ -89,29 +99,89 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str | Path, *chunks: bytes | memoryview) -> None:
-    """Write ``chunks`` to ``path`` so that a crash leaves either the old file or the complete new one."""
+def _write_atomic_with(path: str | Path, fill: Callable[[BinaryIO], None]) -> int:
+    """Let ``fill`` write ``path`` so that a crash leaves either the old file or the complete new one; returns
+    the file's size in bytes."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}{TMP_SUFFIX}")
     with open(tmp, "wb") as f:
-        for chunk in chunks:
-            f.write(chunk)
+        fill(f)
         f.flush()
         os.fsync(f.fileno())
+        size = f.seek(0, os.SEEK_END)
     os.replace(tmp, path)
     _fsync_dir(path.parent)
+    return size
+
+
+def write_atomic(path: str | Path, *chunks: bytes | memoryview) -> None:
+    """Write ``chunks`` to ``path`` so that a crash leaves either the old file or the complete new one."""
+    def fill(f: BinaryIO) -> None:
+        for chunk in chunks:
+            f.write(chunk)
+
+    _write_atomic_with(path, fill)
+
+
+class _HashingSink:
+    """Where ``torch.save`` writes: through to the file, hashing and counting what passes."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self.file = file
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes | memoryview) -> int:
+        self.sha256.update(data)
+        self.size += len(data)
+        return self.file.write(data)
+
+    def flush(self) -> None:
+        self.file.flush()
+
+
+class _PastHeader(io.RawIOBase):
+    """A read-only view of an open file from ``start`` on, so ``torch.load`` reads the payload in place."""
+
+    def __init__(self, file: io.BufferedReader, start: int) -> None:
+        super().__init__()
+        self.file, self.start = file, start
+        file.seek(start)
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        return self.file.readinto(buffer)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self.file.seek(offset + self.start if whence == os.SEEK_SET else offset, whence) - self.start
+
+    def tell(self) -> int:
+        return self.file.tell() - self.start
+
+
+def _header(checksum: bytes, size: int) -> bytes:
+    return b"%s %d %s %0*d\n" % (MAGIC, FORMAT_VERSION, checksum, SIZE_DIGITS, size)
 
 
 def save_checkpoint(path: str | Path, payload: dict[str, Any]) -> int:
-    """Write ``payload`` atomically with its checksum; returns the file size in bytes."""
-    buffer = io.BytesIO()
-    torch.save(_encode(payload), buffer)
-    body = buffer.getbuffer()  # no copy: checkpoints of a full replay buffer run to gigabytes
-    header = b"%s %d %s %d\n" % (MAGIC, FORMAT_VERSION, hashlib.sha256(body).hexdigest().encode(), len(body))
-    write_atomic(path, header, body)
-    size = len(header) + len(body)
-    body.release()
-    return size
+    """Write ``payload`` atomically with its checksum, streamed (no copy of the file in memory); returns the file
+    size in bytes."""
+    def fill(f: BinaryIO) -> None:
+        placeholder = _header(b"0" * 64, 0)
+        f.write(placeholder)
+        sink = _HashingSink(f)
+        torch.save(_encode(payload), cast(IO[bytes], sink))
+        header = _header(sink.sha256.hexdigest().encode(), sink.size)
+        assert len(header) == len(placeholder), "a payload of over 10^20 bytes"
+        f.seek(0)
+        f.write(header)
+
+    return _write_atomic_with(path, fill)
 
 
 def _parse_header(line: bytes) -> tuple[int, bytes, int] | None:
@@ -126,20 +196,26 @@ def load_checkpoint(path: str | Path) -> dict[str, Any]:
     """Read and verify one checkpoint; raises CheckpointError if it is truncated, altered or not a checkpoint."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        f = open(path, "rb")  # noqa: SIM115 -- closed below, after the errors it can raise are named
     except OSError as err:
         raise CheckpointError(f"cannot read checkpoint {path}: {err.strerror}") from None
-    newline = raw.find(b"\n", 0, MAX_HEADER_BYTES)
-    header = _parse_header(raw[:newline]) if newline > 0 else None
-    if header is None:
-        raise CheckpointError(f"checkpoint {path} is corrupt: it does not start with a semzoo checkpoint header")
-    version, checksum, size = header
-    if version != FORMAT_VERSION:
-        raise CheckpointError(f"checkpoint {path} has format {version}, this semzoo reads format {FORMAT_VERSION}")
-    body = memoryview(raw)[newline + 1:]
-    if len(body) != size or hashlib.sha256(body).hexdigest().encode() != checksum:
-        raise CheckpointError(f"checkpoint {path} is corrupt: its checksum does not match (partial or altered file)")
-    return _decode(torch.load(io.BytesIO(body), map_location="cpu", weights_only=True))
+    with f:
+        head = f.read(MAX_HEADER_BYTES)
+        newline = head.find(b"\n")
+        header = _parse_header(head[:newline]) if newline > 0 else None
+        if header is None:
+            raise CheckpointError(f"checkpoint {path} is corrupt: it does not start with a semzoo checkpoint header")
+        version, checksum, size = header
+        if version != FORMAT_VERSION:
+            raise CheckpointError(f"checkpoint {path} has format {version}, this semzoo reads format {FORMAT_VERSION}")
+        start = newline + 1
+        f.seek(start)
+        sha256 = hashlib.sha256()
+        while chunk := f.read(_CHUNK):
+            sha256.update(chunk)
+        if f.tell() - start != size or sha256.hexdigest().encode() != checksum:
+            raise CheckpointError(f"checkpoint {path} is corrupt: its checksum does not match (partial or altered file)")
+        return _decode(torch.load(cast(IO[bytes], _PastHeader(f, start)), map_location="cpu", weights_only=True))
 
 
 # ----- the checkpoints of a run -----------------------------------------------------------------------------------
