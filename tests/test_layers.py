@@ -24,8 +24,10 @@ PACKAGES = {"semzoo": ROOT / "semzoo", "semzoo.envs": ROOT / "envs", "semzoo.wra
 """Installed package -> its folder (pyproject.toml maps envs/ and wrappers/ into semzoo)."""
 GROUND_FLOOR = ("semzoo.config", "semzoo.types", "semzoo.errors")
 ANALYSIS_MAY_IMPORT = ("semzoo.analysis", "semzoo.config", "semzoo.errors", "semzoo.runfiles", "semzoo.plugins",
-                       "semzoo.episodic.memory")
-"""The analysis of finished runs reads run directories and the memory registry's names; none of these loads torch."""
+                       "semzoo.episodic.memory", "semzoo.presets")
+"""The analysis of finished runs reads run directories, the memory registry's names and the presets' fields (a
+report names a preset run by its preset); none of these loads torch when imported. (Reading the config of a preset
+run reads the algorithm table, as ``TrainConfig`` resolving the preset always did.)"""
 
 
 @cache
