@@ -9,8 +9,8 @@ Only cells that can be compared are set side by side: the same map (a ``smax:<ma
 the same algorithm id at the paper's defaults (a label with settings off the defaults, such as a lambda
 sweep's, is another method), the same step, and the win rate. The paper ran its baselines from their authors'
 code, so a run of the same id in its authors' SMAC setup (``--preset authors-smac``, labelled
-``qplex preset=authors-smac``) compares too, as its own setup: X and SEM-X pair within a setup, never across. The paper ran StarCraft II; SMAX is another
-simulator with its own unit stats, reward and observations (docs/smac.md), so a level here says nothing
+``qplex preset=authors-smac``) compares too, as its own setup: X and SEM-X pair within a setup, never across.
+The paper ran StarCraft II; SMAX is another simulator with its own unit stats, reward and observations (docs/smac.md), so a level here says nothing
 about a level there: what can agree is the direction, whether SEM-X is ahead of X on that map and step.
 That is what ``direction`` reads, for the paper's numbers and for the recomputed ones alike.
 """
@@ -124,9 +124,21 @@ def _label(algo: str, setup: str) -> str:
     return f"{algo} {setup}" if setup else algo
 
 
-def _setups(cells: Sequence[PaperCell]) -> list[str]:
-    found = {c.setup for c in cells}
-    return [setup for setup in PAPER_SETUPS if setup in found]
+PaperPair = tuple[PaperCell | None, PaperCell | None]
+"""X's cell and SEM-X's cell of one setup, map and step; None for a side no run reached."""
+
+
+class _Pairs:
+    """The cells by (env, label, step), and the (setup, base X) rows they can fill, in the tables' order."""
+
+    def __init__(self, cells: Sequence[PaperCell]) -> None:
+        self.found = {(c.env, c.label, c.step): c for c in cells}
+        setups = {c.setup for c in cells}
+        self.methods = [(setup, base) for setup in PAPER_SETUPS if setup in setups for base in PAPER_BASES]
+
+    def pair(self, env: str, setup: str, base: str, step: int) -> PaperPair:
+        return (self.found.get((env, _label(base, setup), step)),
+                self.found.get((env, _label(f"sem-{base}", setup), step)))
 
 
 def direction(with_memory: float, base: float) -> str:
@@ -145,23 +157,21 @@ def paper_markdown(cells: Sequence[PaperCell]) -> str:
     no run at that step. Win rates in whole %, as the paper writes them (halves round up); 'here' is the
     mean over the seeds counted in brackets. A setup other than the defaults gets its own rows, X named with it.
     """
-    found = {(c.env, c.label, c.step): c for c in cells}
+    pairs = _Pairs(cells)
     lines = ["| map, step | X | X: paper / here | SEM-X: paper / here | SEM-X > X? paper / here |",
              "|---|---|---|---|---|"]
     for env in dict.fromkeys(c.env for c in cells):
         task = env.partition(":")[2]
         for step in sorted({c.step for c in cells if c.env == env}):
-            for setup in _setups(cells):
-                for base in PAPER_BASES:
-                    pair = (found.get((env, _label(base, setup), step)),
-                            found.get((env, _label(f"sem-{base}", setup), step)))
-                    if pair == (None, None):
-                        continue
-                    paper = PAPER_WIN_RATE[(task, base, step)], PAPER_WIN_RATE[(task, f"sem-{base}", step)]
-                    here = tuple(math.nan if c is None else c.here for c in pair)
-                    sides = [f"{_percent(p)} / {_here(c)}" for p, c in zip(paper, pair, strict=True)]
-                    lines.append(f"| {env}, {step / 1e6:g}M | {_label(base, setup)} | {sides[0]} | {sides[1]} | "
-                                 f"{direction(paper[1], paper[0])} / {direction(here[1], here[0])} |")
+            for setup, base in pairs.methods:
+                pair = pairs.pair(env, setup, base, step)
+                if pair == (None, None):
+                    continue
+                paper = PAPER_WIN_RATE[(task, base, step)], PAPER_WIN_RATE[(task, f"sem-{base}", step)]
+                here = tuple(math.nan if c is None else c.here for c in pair)
+                sides = [f"{_percent(p)} / {_here(c)}" for p, c in zip(paper, pair, strict=True)]
+                lines.append(f"| {env}, {step / 1e6:g}M | {_label(base, setup)} | {sides[0]} | {sides[1]} | "
+                             f"{direction(paper[1], paper[0])} / {direction(here[1], here[0])} |")
     return "\n".join(lines)
 
 
@@ -203,27 +213,24 @@ def table_1_rows(cells: Sequence[PaperCell]) -> list[Table1Row]:
     A map where only one side reached the step is left out of that row (a mean over other maps on each side
     would not compare); the paper's cells over the same maps sit beside, and Table 1's own numbers after them.
     """
-    found = {(c.env, c.label, c.step): c for c in cells}
+    pairs = _Pairs(cells)
     rows = []
     for family in dict.fromkeys(c.env.partition(":")[0] for c in cells):
         envs = list(dict.fromkeys(c.env for c in cells if c.env.startswith(f"{family}:")))
         for step in sorted({c.step for c in cells}):
-            for setup in _setups(cells):
-                for base in PAPER_BASES:
-                    pairs = [(found.get((env, _label(base, setup), step)),
-                              found.get((env, _label(f"sem-{base}", setup), step))) for env in envs]
-                    both = [(x, sem) for x, sem in pairs if x is not None and sem is not None]
-                    if not both:
-                        continue
-                    maps = tuple(x.task for x, _ in both)
-                    rows.append(Table1Row(
-                        family=family, base=base, step=step, maps=maps, setup=setup,
-                        seeds=tuple(min(x.seeds, sem.seeds) for x, sem in both),
-                        here=table_1_cells([(x.here, sem.here) for x, sem in both]),
-                        paper_same_maps=table_1_cells([(PAPER_WIN_RATE[(task, base, step)],
-                                                        PAPER_WIN_RATE[(task, f"sem-{base}", step)])
-                                                       for task in maps]),
-                        paper=_rates(PAPER_TABLE_1[(base, step)])))
+            for setup, base in pairs.methods:
+                both = [(x, sem) for x, sem in (pairs.pair(env, setup, base, step) for env in envs)
+                        if x is not None and sem is not None]
+                if not both:
+                    continue
+                maps = tuple(x.task for x, _ in both)
+                rows.append(Table1Row(
+                    family=family, base=base, step=step, maps=maps, setup=setup,
+                    seeds=tuple(min(x.seeds, sem.seeds) for x, sem in both),
+                    here=table_1_cells([(x.here, sem.here) for x, sem in both]),
+                    paper_same_maps=table_1_cells([(PAPER_WIN_RATE[(task, base, step)],
+                                                    PAPER_WIN_RATE[(task, f"sem-{base}", step)]) for task in maps]),
+                    paper=_rates(PAPER_TABLE_1[(base, step)])))
     return rows
 
 
