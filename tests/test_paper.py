@@ -105,14 +105,15 @@ def test_table_1_pools_only_maps_with_both_sides_and_never_two_simulators():
             row("smax:27m_vs_30m", "qmix", value=0.0),  # no SEM-QMIX there: out of the row
             row("smac:2s3z", "vdn", value=0.9), row("smac:2s3z", "sem-vdn", value=0.95, seeds=1)]
     table = table_1_rows(paper_cells(rows, "test_win_rate"))
-    assert [(r.family, r.base, r.maps, r.seeds) for r in table] == [("smax", "qmix", ("2s3z", "3s5z"), (4, 3)),
-                                                                   ("smac", "vdn", ("2s3z",), (1,))]
+    assert [(r.family, r.base, r.maps, r.seeds) for r in table] == [("smax", "qmix", ("2s3z", "3s5z"),
+                                                                    ((5, 4), (3, 3))),
+                                                                   ("smac", "vdn", ("2s3z",), ((3, 1),))]
     qmix = table[0]
     assert qmix.here == pytest.approx((0.3, 0.8, 0.3, 0.8))
     # The paper on 2s3z and 3s5z at 0.5M: QMIX 91 and 62, SEM-QMIX 91 and 84; Table 1 as printed.
     assert qmix.paper_same_maps == pytest.approx((0.765, 0.875, 0.765, 0.875))
     assert qmix.paper == pytest.approx((0.35, 0.55, 0.28, 0.76))
-    assert ("| qmix, 0.5M | smax: 2s3z (4), 3s5z (3) | 30 -> 80 | 77 -> 88 | 35 -> 55 | 30 -> 80 | 77 -> 88 | "
+    assert ("| qmix, 0.5M | smax: 2s3z (5 / 4), 3s5z (3) | 30 -> 80 | 77 -> 88 | 35 -> 55 | 30 -> 80 | 77 -> 88 | "
             "28 -> 76 |") in table_1_markdown(table)
 
 
@@ -146,8 +147,8 @@ def test_the_authors_smac_setup_compares_with_the_paper_in_rows_of_its_own():
     assert "| smax:3s5z, 0.5M | qplex | 80 / 8 (5 seeds) | 92 / 33 (5 seeds) |" in table
     layout = table_1_rows(cells)
     assert [(r.base, r.setup, r.seeds, r.here[:2]) for r in layout] == [
-        ("qplex", "", (5,), (0.08, 0.33)), ("qplex", "preset=authors-smac", (1,), (0.02, 0.59))]
-    assert "| qplex preset=authors-smac, 0.5M | smax: 3s5z (1) | 2 -> 59 | 80 -> 92 | 58 -> 63 |" in \
+        ("qplex", "", ((5, 5),), (0.08, 0.33)), ("qplex", "preset=authors-smac", ((2, 1),), (0.02, 0.59))]
+    assert "| qplex preset=authors-smac, 0.5M | smax: 3s5z (2 / 1) | 2 -> 59 | 80 -> 92 | 58 -> 63 |" in \
         table_1_markdown(layout)
 
 

@@ -188,8 +188,8 @@ class Table1Row:
     base: str
     step: int
     maps: tuple[str, ...]
-    seeds: tuple[int, ...]
-    """Per map, the fewer of X's and SEM-X's seeds that reached the step."""
+    seeds: tuple[tuple[int, int], ...]
+    """Per map, how many seeds of X and of SEM-X reached the step: each side's mean is over its own."""
     here: Table1Cells
     """Across ``maps``, of the mean over seeds per map."""
     paper_same_maps: Table1Cells
@@ -226,7 +226,7 @@ def table_1_rows(cells: Sequence[PaperCell]) -> list[Table1Row]:
                 maps = tuple(x.task for x, _ in both)
                 rows.append(Table1Row(
                     family=family, base=base, step=step, maps=maps, setup=setup,
-                    seeds=tuple(min(x.seeds, sem.seeds) for x, sem in both),
+                    seeds=tuple((x.seeds, sem.seeds) for x, sem in both),
                     here=table_1_cells([(x.here, sem.here) for x, sem in both]),
                     paper_same_maps=table_1_cells([(PAPER_WIN_RATE[(task, base, step)],
                                                     PAPER_WIN_RATE[(task, f"sem-{base}", step)]) for task in maps]),
@@ -240,12 +240,18 @@ def table_1_markdown(rows: Sequence[Table1Row]) -> str:
              "median X -> SEM-X: here | paper, same maps | Table 1 (8 maps) |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        maps = ", ".join(f"{m} ({n})" for m, n in zip(r.maps, r.seeds, strict=True))
+        maps = ", ".join(f"{m} ({_seed_pair(n)})" for m, n in zip(r.maps, r.seeds, strict=True))
         sources = (r.here, r.paper_same_maps, r.paper)
         cells = [f"{_percent(src[i])} -> {_percent(src[i + 1])}" for i in (0, 2) for src in sources]
         lines.append(f"| {_label(r.base, r.setup)}, {r.step / 1e6:g}M | {r.family}: {maps} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _seed_pair(seeds: tuple[int, int]) -> str:
+    """X's and SEM-X's seed counts: one number when they agree, ``x / sem`` when they do not."""
+    x, sem = seeds
+    return f"{x}" if x == sem else f"{x} / {sem}"
 
 
 def _rates(percents: tuple[int, int, int, int]) -> Table1Cells:
