@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from semzoo.config import FLAG, SECTIONS, ConfigField, TrainConfig, config_fields
+from semzoo.config import CLI, FLAG, SECTIONS, ConfigField, TrainConfig, config_fields
 from semzoo.errors import MissingDependency
 from semzoo.run.progress import ConsoleProgress as _Progress
 
@@ -207,7 +207,7 @@ def _config_data(options: dict[str, Any], fields: Sequence[ConfigField], flags: 
     return data
 
 
-TRAIN_FIELDS = config_fields(TrainConfig)
+TRAIN_FIELDS = [f for f in config_fields(TrainConfig) if f.metadata.get(CLI, True)]
 TRAIN_FLAGS = option_flags(TRAIN_FIELDS)
 
 
@@ -246,7 +246,9 @@ def train(ctx: typer.Context, **options: Any) -> None:
             fail(f"--seed {options['seed']} and --seeds {options['seeds']} together: give one of them "
                  "(--seeds 0-9 trains ten runs, --seed 3 one)", USAGE_ERROR)
         seeds = _build(parse_seeds, spec=options["seeds"])
-    config = _build(TrainConfig.from_dict, data=_config_data(options, TRAIN_FIELDS, TRAIN_FLAGS))
+    # a flag typed keeps its value against the runtime and the preset, even where it equals the default
+    data = {**_config_data(options, TRAIN_FIELDS, TRAIN_FLAGS), "pinned": sorted(given)}
+    config = _build(TrainConfig.from_dict, data=data)
     _build(parse_algorithm, algo_id=config.algo)  # the algorithm table judges --algo: a usage error
     _build(resolve_device, name=config.device)  # a device this machine lacks is a bad --device: usage error
     _check_env(config)

@@ -26,6 +26,8 @@ RANGE = "range"
 """Key of a field's metadata that holds its ``Range``."""
 FLAG = "flag"
 """Key of a field's metadata that names its CLI flag when the field's own name would say too little."""
+CLI = "cli"
+"""Key of a field's metadata that is False for a field with no flag of its own (``pinned``: the CLI fills it)."""
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 """Device names a config accepts; whether the machine has that device is checked when a run starts."""
 _preset_resolver: Callable[[TrainConfig], None] | None = None
@@ -265,8 +267,13 @@ class LearnerConfig:
     """Gradient updates per collected episode (Algorithm 1: one; QPLEX and EMC on SMAC: two, their num_circle)."""
     learn_start_episodes: int | None = ranged(None, AT_LEAST_ONE)
     """Episodes in the replay buffer before the first update (PyMARL's burn_in_period); unset: batch_size."""
-    timeout_as_terminal: bool = False
-    """Treat a time-limit truncation as a termination (no bootstrap), as PyMARL does; off by default."""
+    timeout_as_terminal: bool = True
+    """Store a time-limit truncation as a termination (no bootstrap there), as SMAC reports it by default
+    (continuing_episode False) and PyMARL's episode runner stores it; off: bootstrap at a time limit."""
+    target_count: Literal["pymarl", "collected"] = "pymarl"
+    """How the target period and its sync are counted: 'pymarl' syncs inside an update, once the newest episode's
+    0-based index is target_update_episodes past the last sync (PyMARL's q_learner.train(episode_num)); 'collected'
+    syncs after an iteration whose collected episodes reach the period past the last sync, updates or not."""
     replay_dtype: Literal["float32", "float16", "bfloat16"] = "float32"
     """Storage type of observations and states in the replay buffer. float32 is exact; float16/bfloat16 halve the
     buffer but round what the learner sees (lossy, off by default; its effect on learning is not measured)."""
@@ -332,9 +339,9 @@ class TrainConfig:
     threads: int = ranged(1, NON_NEGATIVE, "0 keeps torch's default")
     """torch CPU threads for this process (0 keeps torch's default). One is fastest for semzoo's small
     networks on a shared machine: with two threads on a loaded 2-core box an update ran 10x slower."""
-    sequential: bool = False
-    """Collect, then learn, one after the other (the loop of 0.2 and before); by default the next episodes are
-    collected on a second thread while the learner updates, with policy parameters one batch's updates behind."""
+    sequential: bool = True
+    """Collect, then learn, one after the other (PyMARL's loop); off, the next episodes are collected in an actor
+    process while the learner updates, with policy parameters one batch's updates behind."""
     group_collect: bool = True
     """A group of seeds (`--seeds`) collects its runs' episodes in lockstep, one agent forward per step for all its
     runs (their parameters stacked); off, each run collects on its own, one after another. The same episodes either
@@ -343,8 +350,9 @@ class TrainConfig:
     """On a CUDA device, compile the update's loss (torch.compile, CUDA graphs), batches padded to a few lengths so
     that episode lengths do not force recompiles; elsewhere the plain update runs. Off by default (GPU speed-up not
     measured yet)."""
-    n_envs: int = ranged(8, AT_LEAST_ONE)
-    """Environments stepped in parallel; episodes are collected n_envs at a time."""
+    n_envs: int = ranged(1, AT_LEAST_ONE)
+    """Environments stepped in parallel; episodes are collected n_envs at a time, epsilon set once per batch (1:
+    PyMARL's episode runner, batch_size_run 1)."""
     episode_limit: int | None = ranged(None, AT_LEAST_ONE)
     """Maximum steps per episode; default: the environment's own limit."""
     test_interval: int = ranged(10_000, AT_LEAST_ONE)
@@ -375,13 +383,28 @@ class TrainConfig:
     """EMU's episodic memory (emu- algorithms)."""
     exploration: ExplorationConfig = field(default_factory=ExplorationConfig)
     """The epsilon schedule."""
+    runtime: Literal["pymarl", "overlap"] = "pymarl"
+    """How episodes are collected and counted: 'pymarl', the paper's (PyMARL's episode runner: one episode at a time,
+    collect then learn, time limits terminal, PyMARL's target count); 'overlap', semzoo's former runtime (8 envs,
+    collection overlapping learning, bootstrapping at time limits). It fills the fields it names that are left at
+    their defaults (`semzoo algos` lists them); a field given on the command line keeps its value."""
     preset: Literal["none", "authors-smac"] = "none"
     """'authors-smac': the algorithm's SMAC setup as its authors ran it (`semzoo algos` lists what it sets per
-    algorithm); it fills the fields it names that are left at their defaults, a field given another value keeps it."""
+    algorithm); it fills the fields it names that are left at their defaults, a field given on the command line
+    keeps its value."""
+    pinned: tuple[str, ...] = field(default=(), metadata={CLI: False})
+    """Config keys given explicitly (``learner.lr``, ``n_envs``): the runtime and the preset leave them as given,
+    even at their default. The command line fills it with the flags typed; from Python, name them here."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.pinned, list):  # from JSON
+            object.__setattr__(self, "pinned", tuple(self.pinned))
         check_fields(self)
-        if self.preset != "none":
+        unknown = [key for key in self.pinned if key not in _config_keys()]
+        if unknown:
+            raise ValueError(f"pinned names {unknown}, which are not config keys: expected keys such as 'n_envs' or "
+                             "'learner.lr' (`semzoo sweep --set` names them the same way)")
+        if self.preset != "none" or self.runtime != "pymarl":
             assert _preset_resolver is not None, "semzoo.presets installs it when imported (semzoo/__init__.py)"
             _preset_resolver(self)
         if not DEVICE_PATTERN.fullmatch(self.device):
@@ -414,6 +437,11 @@ def _type_hints(cls: type) -> dict[str, Any]:
     if cls not in _HINTS:
         _HINTS[cls] = typing.get_type_hints(cls)
     return _HINTS[cls]
+
+
+@functools.cache
+def _config_keys() -> frozenset[str]:
+    return frozenset(f.key for f in config_fields(TrainConfig))
 
 
 def config_sections(cls: type = TrainConfig) -> dict[str, type]:

@@ -1,9 +1,12 @@
-"""Presets: a baseline's domain configuration, as its authors ran it, by one name (``--preset authors-smac``).
+"""Runtimes and presets: how episodes are collected (``--runtime pymarl``, the default, or ``overlap``), and a
+baseline's domain configuration as its authors ran it (``--preset authors-smac``), each by one name.
 
-A preset is a list of rules; each names the algorithm ids it applies to and the config fields it sets, with
-the authors' file that says so. For an id, the fields of every matching rule are merged (a later rule wins), and
-``TrainConfig`` fills those of its fields that are left at their defaults; a field given another value keeps
-it. The run directory's config.json holds the preset's name and the fields it resolved to, so a resumed run
+A runtime names the fields it sets (``RUNTIMES``). A preset is a list of rules; each names the algorithm ids it
+applies to and the config fields it sets, with the authors' file that says so. For an id, the runtime's fields
+and those of every matching rule are merged (a later rule wins), and ``TrainConfig`` fills those of its fields
+that are left at their defaults and not pinned; a field given another value, or given on the command line
+(``TrainConfig.pinned``), keeps it. The authors of QPLEX and EMC ran PyMARL's episode runner with SMAC's terminal
+time limits, which is the default runtime, so ``authors-smac`` runs in their runtime unless told otherwise. The run directory's config.json holds the preset's name and the fields it resolved to, so a resumed run
 reads the same setup. ``semzoo algos`` prints every rule. ``TrainConfig`` reaches ``apply_preset`` through the
 resolver this module installs in ``semzoo.config`` when imported (``semzoo/__init__`` imports it): the config is the
 ground floor and imports nothing of semzoo, while the rules read the algorithm table.
@@ -61,6 +64,21 @@ _EMC_SMAC = PresetRule(
 PRESETS: dict[str, tuple[PresetRule, ...]] = {"authors-smac": (_QPLEX_SMAC, _EMC_SMAC)}
 """Preset name -> its rules, in the order they are merged."""
 
+DEFAULT_RUNTIME = "pymarl"
+RUNTIMES: dict[str, dict[str, Any]] = {
+    "pymarl": {"n_envs": 1, "sequential": True, "learner.timeout_as_terminal": True, "learner.target_count": "pymarl"},
+    "overlap": {"n_envs": 8, "sequential": False, "learner.timeout_as_terminal": False,
+                "learner.target_count": "collected"},
+}
+"""Runtime name -> the fields it sets (``--runtime``). 'pymarl' is the paper's: PyMARL's episode runner
+(oxwhirl/pymarl src/config/default.yaml: runner episode, batch_size_run 1; src/run.py: collect one episode, then
+train; q_learner.py: the target syncs inside train once episode_num is target_update_interval past the last sync)
+with SMAC's default continuing_episode False (a time limit is a terminal step), the defaults of these fields.
+'overlap' is semzoo's runtime before 0.3: 8 envs at a time, collection overlapping learning, bootstrapping at time
+limits; the runs kept from then name it."""
+RUNTIME_SOURCE = ("oxwhirl/pymarl src/config/default.yaml (runner episode, batch_size_run 1), src/run.py, "
+                  "src/learners/q_learner.py; oxwhirl/smac starcraft2.py (continuing_episode False)")
+
 
 def preset_fields(preset: str, algo_id: str) -> dict[str, Any]:
     """The fields ``preset`` sets for ``algo_id`` (``section.field`` -> value); empty for 'none' or no matching rule."""
@@ -78,23 +96,48 @@ def preset_fields(preset: str, algo_id: str) -> dict[str, Any]:
     return fields
 
 
+def runtime_fields(runtime: str) -> dict[str, Any]:
+    """The fields ``runtime`` sets (``key`` -> value); ValueError for an unknown name."""
+    if runtime not in RUNTIMES:
+        raise ValueError(f"unknown runtime {runtime!r}: expected one of {', '.join(RUNTIMES)}")
+    return dict(RUNTIMES[runtime])
+
+
+def resolved_fields(config: TrainConfig) -> dict[str, Any]:
+    """What the runtime and then the preset set for ``config`` (the preset wins where both name a field)."""
+    return {**runtime_fields(config.runtime), **preset_fields(config.preset, config.algo)}
+
+
 def apply_preset(config: TrainConfig) -> None:
-    """Fill the fields ``config.preset`` sets for ``config.algo`` that are left at their defaults (in place, once,
-    from ``TrainConfig.__post_init__``: the config is frozen)."""
-    for key, value in preset_fields(config.preset, config.algo).items():
-        section_name, _, name = key.partition(".")
-        section = getattr(config, section_name)
-        default = next(f.default for f in dataclasses.fields(section) if f.name == name)
-        if getattr(section, name) == default and value != default:
-            object.__setattr__(config, section_name, dataclasses.replace(section, **{name: value}))
+    """Fill the fields that ``config.runtime`` and ``config.preset`` (for ``config.algo``) set, where they are left
+    at their defaults and not in ``config.pinned`` (in place, from ``TrainConfig.__post_init__``: the config is
+    frozen). Applying it again changes nothing, so a config rebuilt from its own dict stays as it was."""
+    for key, value in resolved_fields(config).items():
+        if key in config.pinned:
+            continue
+        section_name, _, name = key.rpartition(".")
+        owner = getattr(config, section_name) if section_name else config
+        default = next(f.default for f in dataclasses.fields(owner) if f.name == name)
+        if getattr(owner, name) != default or value == default:
+            continue
+        if section_name:
+            object.__setattr__(config, section_name, dataclasses.replace(owner, **{name: value}))
+        else:
+            object.__setattr__(config, name, value)
 
 
 install_preset_resolver(apply_preset)  # TrainConfig.__post_init__ calls it; config.py imports nothing of semzoo
 
 
 def describe_presets() -> list[str]:
-    """One line per rule of every preset, for ``semzoo algos``."""
+    """One line per runtime, then one per rule of every preset, for ``semzoo algos``."""
     lines = []
+    for name, fields in RUNTIMES.items():
+        sets = ", ".join(f"{key.rpartition('.')[2]}={value}" for key, value in fields.items())
+        if name == DEFAULT_RUNTIME:
+            lines.append(f"--runtime {name} (the default, the paper's): {sets}  [{RUNTIME_SOURCE}]")
+        else:
+            lines.append(f"--runtime {name} (semzoo's runtime before 0.3): {sets}")
     for name, rules in PRESETS.items():
         for rule in rules:
             sets = ", ".join(f"{key.partition('.')[2]}={'unset' if value is None else value}"
@@ -103,4 +146,5 @@ def describe_presets() -> list[str]:
     return lines
 
 
-__all__ = ["NO_PRESET", "PRESETS", "PresetRule", "apply_preset", "describe_presets", "preset_fields"]
+__all__ = ["DEFAULT_RUNTIME", "NO_PRESET", "PRESETS", "RUNTIMES", "PresetRule", "apply_preset", "describe_presets",
+           "preset_fields", "resolved_fields", "runtime_fields"]

@@ -26,7 +26,7 @@ from typing import Any
 
 from semzoo.config import TrainConfig, config_fields
 from semzoo.episodic.memory import NO_MEMORY, memory_of
-from semzoo.presets import preset_fields
+from semzoo.presets import DEFAULT_RUNTIME, preset_fields, resolved_fields
 
 METRIC_FIELDS = ("env_steps", "episodes", "updates", "wall_time", "name", "value")
 CONFIG_FILE = "config.json"
@@ -39,9 +39,13 @@ TENSORBOARD_DIR = "tensorboard"
 TIMING_METRICS = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "test_time_s", "checkpoint_time_s",
                             "checkpoint_mb"})
 """Metrics that measure the machine, not the learning: they differ between identical runs."""
-STORED_BEFORE = {"sequential": True}
+STORED_BEFORE: dict[str, Any] = {"sequential": True, "runtime": "overlap", "learner": {"target_count": "collected"}}
 """Fields added after 0.2 whose default would change a stored run, with the value such a run was trained with:
-a config.json or checkpoint without the key ran that way (0.2 collected and learned one after the other)."""
+a config.json or checkpoint without the key ran that way (0.2 collected and learned one after the other; before
+0.3 every run took the overlap runtime and counted the target period in collected episodes). A section's keys sit
+under its name."""
+RUNTIME_KEY = "runtime"
+"""The config key of a run's runtime; ``run_variant`` shows it (when not the default) in place of its fields."""
 PRESET_KEY = "preset"
 """The config key of a run's preset; ``run_variant`` shows it in place of the fields the preset set."""
 
@@ -77,7 +81,13 @@ def read_run_config(run_dir: str | Path) -> TrainConfig:
 
 def stored_config_dict(data: dict[str, Any]) -> dict[str, Any]:
     """A config dict read from a run directory, with the fields it predates set as it was trained (``STORED_BEFORE``)."""
-    return {**STORED_BEFORE, **data} if isinstance(data, dict) else data
+    if not isinstance(data, dict):
+        return data
+    out = {**STORED_BEFORE, **data}
+    for key, before in STORED_BEFORE.items():
+        if isinstance(before, dict) and isinstance(data.get(key), dict):
+            out[key] = {**before, **data[key]}
+    return out
 
 
 @functools.cache
@@ -112,6 +122,7 @@ def run_variant(config: TrainConfig) -> dict[str, Any]:
     """The run's section settings (agent, mixer, memory, learner, exploration) that differ from the defaults, key
     -> value in the config's order; memory settings only for an algorithm with episodic memory.
 
+    A runtime other than the default stands for the fields it set in the same way (``qmix runtime=overlap``).
     A preset stands for the fields it set (``semzoo.presets``): a run with ``--preset authors-smac`` that the
     preset changes gets ``preset`` first, then only its settings off the preset's values, so a report calls it
     ``qplex preset=authors-smac``, not by the eight fields the preset set. A preset that sets nothing for the
@@ -119,13 +130,15 @@ def run_variant(config: TrainConfig) -> dict[str, Any]:
     """
     has_memory = memory_of(config.algo) != NO_MEMORY
     data = config.to_dict()
-    preset = preset_fields(config.preset, config.algo)
-    out: dict[str, Any] = {PRESET_KEY: config.preset} if preset else {}
+    out: dict[str, Any] = {RUNTIME_KEY: config.runtime} if config.runtime != DEFAULT_RUNTIME else {}
+    if preset_fields(config.preset, config.algo):
+        out[PRESET_KEY] = config.preset
+    resolved = resolved_fields(config)
     for f in config_fields():
         if f.section is None or (f.section == "memory" and not has_memory):
             continue
         value = data[f.section][f.name]
-        if value != preset.get(f.key, f.default):
+        if value != resolved.get(f.key, f.default):
             out[f.key] = value
     return out
 

@@ -141,7 +141,8 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
             for cell in _cells(axes, algo):
                 for seed in seeds:
                     data = {**apply_overrides(base, cell), "env": env, "algo": algo, "seed": int(seed),
-                            "steps": steps, "out": str(out), "run_name": None}
+                            "steps": steps, "out": str(out), "run_name": None,
+                            "pinned": sorted({*(overrides or {}), *cell})}  # set here: the runtime and preset keep off
                     config = TrainConfig.from_dict(data)
                     parse_algorithm(config.algo)  # the algorithm table judges the id (TrainConfig knows no table)
                     resolved = config.to_dict()

@@ -433,22 +433,31 @@ class Trainer:
         return self.buffer.can_sample(max(cfg.batch_size, cfg.learn_start_episodes or 0))
 
     def record_update(self, stats: dict[str, float]) -> None:
-        """Count one gradient update and keep its diagnostics for the next metric row."""
-        self.counters.updates += 1
+        """Count one gradient update and keep its diagnostics for the next metric row; with PyMARL's target count,
+        the target sync that PyMARL's ``q_learner.train`` makes after its gradient step."""
+        c, cfg = self.counters, self.config.learner
+        c.updates += 1
         if self.memory is not None:
             self.memory.on_update()
         self.window.add_update(stats)
+        # PyMARL passes train() the 0-based index of the newest episode (run.py's `episode` before its increment)
+        if cfg.target_count == "pymarl" and c.episodes - 1 - c.last_target_update >= cfg.target_update_episodes:
+            self._sync_target(c.episodes - 1)
 
     def finish_learning(self) -> None:
-        """After an iteration's updates: no credit piles up while H fills; the periodic target sync."""
+        """After an iteration's updates: no credit piles up while H fills; the periodic target sync (counted in
+        collected episodes; PyMARL's count syncs in ``record_update``)."""
         c, cfg = self.counters, self.config.learner
         if not self.can_learn():
             c.update_credit = 0.0  # no credit piles up while the buffer fills
-        if c.episodes - c.last_target_update >= cfg.target_update_episodes:
-            self.learner.update_target()
-            c.last_target_update = c.episodes
-            if self.memory is not None:
-                self.memory.on_target_sync()
+        if cfg.target_count == "collected" and c.episodes - c.last_target_update >= cfg.target_update_episodes:
+            self._sync_target(c.episodes)
+
+    def _sync_target(self, episode: int) -> None:
+        self.learner.update_target()
+        self.counters.last_target_update = episode
+        if self.memory is not None:
+            self.memory.on_target_sync()
 
     def epsilon(self) -> float:
         return self.config.exploration.epsilon(self.counters.env_steps)
