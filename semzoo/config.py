@@ -383,11 +383,12 @@ class TrainConfig:
     """EMU's episodic memory (emu- algorithms)."""
     exploration: ExplorationConfig = field(default_factory=ExplorationConfig)
     """The epsilon schedule."""
-    runtime: Literal["pymarl", "overlap"] = "pymarl"
+    runtime: Literal["pymarl", "semzoo-0.2"] = "pymarl"
     """How episodes are collected and counted: 'pymarl', the paper's (PyMARL's episode runner: one episode at a time,
-    collect then learn, time limits terminal, PyMARL's target count); 'overlap', semzoo's former runtime (8 envs,
-    collection overlapping learning, bootstrapping at time limits). It fills the fields it names that are left at
-    their defaults (`semzoo algos` lists them); a field given on the command line keeps its value."""
+    collect then learn, time limits terminal, PyMARL's target count); 'semzoo-0.2', semzoo's former runtime (8 envs
+    at a time, collection overlapping learning, bootstrapping at time limits, the target period counted in collected
+    episodes). It fills the fields it names that are left at their defaults (`semzoo algos` lists them); a field
+    given on the command line keeps its value."""
     preset: Literal["none", "authors-smac"] = "none"
     """'authors-smac': the algorithm's SMAC setup as its authors ran it (`semzoo algos` lists what it sets per
     algorithm); it fills the fields it names that are left at their defaults, a field given on the command line

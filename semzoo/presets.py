@@ -1,4 +1,4 @@
-"""Runtimes and presets: how episodes are collected (``--runtime pymarl``, the default, or ``overlap``), and a
+"""Runtimes and presets: how episodes are collected (``--runtime pymarl``, the default, or ``semzoo-0.2``), and a
 baseline's domain configuration as its authors ran it (``--preset authors-smac``), each by one name.
 
 A runtime names the fields it sets (``RUNTIMES``). A preset is a list of rules; each names the algorithm ids it
@@ -67,15 +67,16 @@ PRESETS: dict[str, tuple[PresetRule, ...]] = {"authors-smac": (_QPLEX_SMAC, _EMC
 DEFAULT_RUNTIME = "pymarl"
 RUNTIMES: dict[str, dict[str, Any]] = {
     "pymarl": {"n_envs": 1, "sequential": True, "learner.timeout_as_terminal": True, "learner.target_count": "pymarl"},
-    "overlap": {"n_envs": 8, "sequential": False, "learner.timeout_as_terminal": False,
+    "semzoo-0.2": {"n_envs": 8, "sequential": False, "learner.timeout_as_terminal": False,
                 "learner.target_count": "collected"},
 }
 """Runtime name -> the fields it sets (``--runtime``). 'pymarl' is the paper's: PyMARL's episode runner
 (oxwhirl/pymarl src/config/default.yaml: runner episode, batch_size_run 1; src/run.py: collect one episode, then
 train; q_learner.py: the target syncs inside train once episode_num is target_update_interval past the last sync)
 with SMAC's default continuing_episode False (a time limit is a terminal step), the defaults of these fields.
-'overlap' is semzoo's runtime before 0.3: 8 envs at a time, collection overlapping learning, bootstrapping at time
-limits; the runs kept from then name it."""
+'semzoo-0.2' is semzoo's runtime before 0.3: 8 envs at a time, collection overlapping learning (the studies kept
+from then added --sequential), bootstrapping at time limits, the target period counted in collected episodes; the
+runs kept from then read as this runtime (``semzoo.runfiles.STORED_BEFORE``)."""
 RUNTIME_SOURCE = ("oxwhirl/pymarl src/config/default.yaml (runner episode, batch_size_run 1), src/run.py, "
                   "src/learners/q_learner.py; oxwhirl/smac starcraft2.py (continuing_episode False)")
 

@@ -39,10 +39,10 @@ TENSORBOARD_DIR = "tensorboard"
 TIMING_METRICS = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "test_time_s", "checkpoint_time_s",
                             "checkpoint_mb"})
 """Metrics that measure the machine, not the learning: they differ between identical runs."""
-STORED_BEFORE: dict[str, Any] = {"sequential": True, "runtime": "overlap", "learner": {"target_count": "collected"}}
+STORED_BEFORE: dict[str, Any] = {"sequential": True, "runtime": "semzoo-0.2", "learner": {"target_count": "collected"}}
 """Fields added after 0.2 whose default would change a stored run, with the value such a run was trained with:
 a config.json or checkpoint without the key ran that way (0.2 collected and learned one after the other; before
-0.3 every run took the overlap runtime and counted the target period in collected episodes). A section's keys sit
+0.3 every run took the semzoo-0.2 runtime and counted the target period in collected episodes). A section's keys sit
 under its name."""
 RUNTIME_KEY = "runtime"
 """The config key of a run's runtime; ``run_variant`` shows it (when not the default) in place of its fields."""
@@ -122,7 +122,7 @@ def run_variant(config: TrainConfig) -> dict[str, Any]:
     """The run's section settings (agent, mixer, memory, learner, exploration) that differ from the defaults, key
     -> value in the config's order; memory settings only for an algorithm with episodic memory.
 
-    A runtime other than the default stands for the fields it set in the same way (``qmix runtime=overlap``).
+    A runtime other than the default stands for the fields it set in the same way (``qmix runtime=semzoo-0.2``).
     A preset stands for the fields it set (``semzoo.presets``): a run with ``--preset authors-smac`` that the
     preset changes gets ``preset`` first, then only its settings off the preset's values, so a report calls it
     ``qplex preset=authors-smac``, not by the eight fields the preset set. A preset that sets nothing for the
