@@ -125,9 +125,17 @@ def _build(factory: Callable[..., Any], **kwargs: Any) -> Any:
         fail(str(err), USAGE_ERROR)
 
 
-def _echo_warnings(caught: list[warnings.WarningMessage]) -> None:
-    for w in caught:
-        typer.echo(f"Warning: {w.message}", err=True)
+@contextmanager
+def _warnings_now() -> Iterator[None]:
+    """Every warning raised inside, printed on stderr as one line when it arises: not after a long run, and not lost
+    when the run fails."""
+    def show(message: Warning | str, *_: Any, **__: Any) -> None:
+        typer.echo(f"Warning: {message}", err=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show
+        yield
 
 
 CLI_ONLY_OPTIONS = ("resume", "seeds", "tensorboard")
@@ -259,14 +267,12 @@ def train(ctx: typer.Context, **options: Any) -> None:
     progress = _Progress(config.steps)
     with _exit_when_stopped():  # outside: the progress line is closed before the stop's line
         try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
+            with _warnings_now():
                 run_dir, result = run_training(config, progress=progress, tensorboard=options["tensorboard"])
         except (ValueError, TypeError) as err:
             fail(_run_error(err, config.env_args))
         finally:
             progress.close()
-    _echo_warnings(caught)
     _report(config, run_dir, result)
 
 
@@ -289,33 +295,29 @@ def _train_group(config: TrainConfig, seeds: list[int], tensorboard: bool) -> No
         if i % every == 0 or i == k:
             typer.echo(f"built run {i}/{k}: {trainer.run_dir}", err=True)
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _warnings_now():
         try:
             group = MultiTrainer.create(config, seeds, tensorboard=tensorboard, on_built=built)
         except (ValueError, TypeError) as err:
-            _echo_warnings(caught)
             fail(_run_error(err, config.env_args))
-        _run_group(group, caught)
+        _run_group(group)
 
 
 def _resume_group(run_dirs: list[str], changes: dict[str, Any], tensorboard: bool) -> None:
     """``train --resume A --resume B ...``: continue a --seeds group in one process."""
     from semzoo.run.multi import MultiTrainer
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _warnings_now():
         try:
             group = MultiTrainer.resume(run_dirs, **changes, tensorboard=tensorboard)
         except (ValueError, TypeError) as err:
-            _echo_warnings(caught)
             fail(str(err))
         for trainer in group.trainers:
             typer.echo(f"resuming {trainer.run_dir} at {trainer.counters.env_steps:,} env steps", err=True)
-        _run_group(group, caught)
+        _run_group(group)
 
 
-def _run_group(group: Any, caught: list[warnings.WarningMessage]) -> None:
+def _run_group(group: Any) -> None:
     trainers = group.trainers
     progress = _Progress(sum(t.config.steps for t in trainers), start=sum(t.counters.env_steps for t in trainers),
                          label=f"train x{len(trainers)}")
@@ -328,7 +330,6 @@ def _run_group(group: Any, caught: list[warnings.WarningMessage]) -> None:
         finally:
             group.close()
             progress.close()
-    _echo_warnings(caught)
     for trainer, result in zip(trainers, results):
         _report(trainer.config, trainer.run_dir, result)
 
@@ -400,15 +401,11 @@ def _resume(run_dir: str, changes: dict[str, Any], tensorboard: bool) -> None:
     """``train --resume``: continue a run from its last valid checkpoint, reporting skipped corrupt files."""
     from semzoo.run.trainer import Trainer
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _warnings_now():
         try:
             trainer = Trainer.resume(run_dir, **changes, tensorboard=tensorboard)
         except (ValueError, TypeError) as err:
-            _echo_warnings(caught)
             fail(str(err))
-        _echo_warnings(caught)
-        caught.clear()
         progress = _Progress(trainer.config.steps, start=trainer.counters.env_steps)
         trainer.progress = progress
         typer.echo(f"resuming {run_dir} at {trainer.counters.env_steps:,} env steps", err=True)
@@ -420,7 +417,6 @@ def _resume(run_dir: str, changes: dict[str, Any], tensorboard: bool) -> None:
             finally:
                 trainer.close()
                 progress.close()
-    _echo_warnings(caught)
     _report(trainer.config, Path(run_dir), result)
 
 
@@ -449,15 +445,12 @@ def evaluate(
             resolve_device(device)
         except ValueError as err:
             fail(str(err), USAGE_ERROR)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _warnings_now():
         try:
             config, result, at_steps = evaluate_run(run_dir, episodes=episodes, seed=seed, device=device,
                                                       best=best)
         except (ValueError, TypeError) as err:
-            _echo_warnings(caught)
             fail(str(err).strip().splitlines()[0] if str(err).strip() else repr(err))
-    _echo_warnings(caught)
     which = "best checkpoint" if best else "checkpoint"
     line = (f"{config.algo} on {config.env}, {which} at {at_steps:,} env steps, {result.episodes} greedy episodes: "
             f"return {result.return_mean:.3f} +- {result.return_std:.3f}")
@@ -581,14 +574,11 @@ def plot(
     """
     from semzoo.analysis.report import plot_runs
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _warnings_now():
         try:
             written = plot_runs(folder, metric=metric, out=out, echo=lambda line: typer.echo(line, err=True))
         except (ValueError, TypeError) as err:
-            _echo_warnings(caught)
             fail(str(err))
-    _echo_warnings(caught)
     for path in written:
         typer.echo(str(path))
 
@@ -622,8 +612,7 @@ def table(
 
     steps = _at_steps(at)
     steps_note = None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _warnings_now():
         try:
             runs = load_runs(folder)
             given, metric = metric, resolve_metric(runs, metric)
@@ -631,9 +620,7 @@ def table(
                 steps, steps_note = default_steps(runs, metric)
             rows = score_table(runs, steps, metric)
         except (ValueError, TypeError) as err:
-            _echo_warnings(caught)
             fail(str(err))
-    _echo_warnings(caught)
     missing, cells = missing_cells(rows), sum(r.env not in SUMMARY_ENVS for r in rows)
     furthest = furthest_step(runs)
     if missing == cells:
@@ -673,16 +660,13 @@ def report(
     steps = _at_steps(at)
     if reps < 1:
         fail(f"--reps {reps}: expected a positive number of bootstrap replications, e.g. 2000", USAGE_ERROR)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _warnings_now():
         try:
             done = protocol_report(folder, steps, metric=metric, out=out, reps=reps,
                                    absolute=_compute_absolute() if absolute else None,
                                    echo=lambda line: typer.echo(line, err=True))
         except (ValueError, TypeError) as err:
-            _echo_warnings(caught)
             fail(str(err))
-    _echo_warnings(caught)
     typer.echo(done.markdown)
     for path in done.files:
         typer.echo(f"wrote {path}")
@@ -738,7 +722,8 @@ def algos() -> None:
     typer.echo("")
     from semzoo.presets import describe_presets
 
-    typer.echo("Presets (`semzoo train --preset NAME`; each fills the fields it names that are left at their defaults):")
+    typer.echo("Runtimes (`semzoo train --runtime NAME`) and presets (`--preset NAME`); each fills the fields it "
+               "names that are left at their defaults, a flag typed keeps its value:")
     for line in describe_presets():
         typer.echo(f"  {line}")
     typer.echo("  (every other id: nothing; the defaults are the PyMARL setup its authors ran on SMAC)")

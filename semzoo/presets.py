@@ -97,6 +97,16 @@ def preset_fields(preset: str, algo_id: str) -> dict[str, Any]:
     return fields
 
 
+def unused_preset(config: TrainConfig) -> str | None:
+    """The line that says ``config.preset`` sets nothing for ``config.algo`` (None when it sets something, or is
+    'none'): such a run takes the defaults, which a user who asked for the authors' setup should hear."""
+    if config.preset == NO_PRESET or preset_fields(config.preset, config.algo):
+        return None
+    applies = "; ".join(rule.applies_to for rule in PRESETS[config.preset])
+    return (f"--preset {config.preset} sets nothing for {config.algo} (it sets {applies}): the run takes the "
+            "defaults, PyMARL's setup")
+
+
 def runtime_fields(runtime: str) -> dict[str, Any]:
     """The fields ``runtime`` sets (``key`` -> value); ValueError for an unknown name."""
     if runtime not in RUNTIMES:
@@ -148,4 +158,4 @@ def describe_presets() -> list[str]:
 
 
 __all__ = ["DEFAULT_RUNTIME", "NO_PRESET", "PRESETS", "RUNTIMES", "PresetRule", "apply_preset", "describe_presets",
-           "preset_fields", "resolved_fields", "runtime_fields"]
+           "preset_fields", "resolved_fields", "runtime_fields", "unused_preset"]

@@ -80,13 +80,16 @@ def read_run_config(run_dir: str | Path) -> TrainConfig:
 
 
 def stored_config_dict(data: dict[str, Any]) -> dict[str, Any]:
-    """A config dict read from a run directory, with the fields it predates set as it was trained (``STORED_BEFORE``)."""
+    """A config dict read from a run directory, with the fields it predates set as it was trained (``STORED_BEFORE``);
+    one from before ``pinned`` pins every field, since it holds the values its run resolved to."""
     if not isinstance(data, dict):
         return data
     out = {**STORED_BEFORE, **data}
     for key, before in STORED_BEFORE.items():
         if isinstance(before, dict) and isinstance(data.get(key), dict):
             out[key] = {**before, **data[key]}
+    if "pinned" not in data:  # stored resolved before pinning: the runtime must not fill its fields again
+        out["pinned"] = sorted(f.key for f in config_fields())
     return out
 
 

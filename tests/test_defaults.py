@@ -99,6 +99,14 @@ PINNED: dict[str, tuple[Any, str]] = {
     "emu.emu_flag_init_desirability": (False, f"{EMU}: flag_init_desirability False"),
     "mixer.qatten_heads": (4, f"{EMU}: n_head 4 (its Qatten coefficients)"),
     "mixer.qatten_reg": (0.001, f"{EMU}: attend_reg_coef 0.001 (its Qatten coefficients)"),
+    # the runtime: PyMARL's episode runner, as the paper ran it (its appendix adopts PyMARL's defaults)
+    "n_envs": (1, f"{PYMARL}: runner episode, batch_size_run 1 (one env, one episode at a time)"),
+    "sequential": (True, "PyMARL oxwhirl/pymarl src/run.py: collect an episode, then train, one after the other"),
+    "learner.timeout_as_terminal": (True, "SMAC oxwhirl/smac starcraft2.py and PyMARL src/config/envs/sc2.yaml: "
+                                          "continuing_episode False, so a time limit is stored as terminal"),
+    "learner.target_count": ("pymarl", "PyMARL oxwhirl/pymarl src/learners/q_learner.py: the target syncs in train() "
+                                       "once episode_num is target_update_interval past the last sync"),
+    "runtime": ("pymarl", f"{PAPER_APPENDIX}: the default implementation of PyMARL (its episode runner)"),
     "learner.td_lambda": (0.0, f"{PAPER}, eq. 2 and 7: the one-step target; {PYMARL_QMIX}: no td_lambda"),
 }
 """Config key -> (the default, where that value comes from)."""
@@ -113,18 +121,16 @@ NOT_FIXED: dict[str, str] = {
     "run_name": "derived from env, algo and seed",
     "device": "the machine's",
     "threads": "semzoo's performance setting (docs/design.md, Threads)",
-    "sequential": "semzoo's loop: acting overlaps learning by default, the same updates one batch later",
-    "n_envs": "semzoo's collection width (PyMARL's parallel runner uses batch_size_run; the paper does not say)",
     "episode_limit": "the env's own limit",
     "log_interval": "logging only",
     "save_interval": "checkpointing only",
     "keep_checkpoints": "disk use only",
     "mixer.qplex_attend_dim": "semzoo's width: QPLEX's SMAC config has one linear layer per head (adv_hypernet_layers 1)",
-    "learner.timeout_as_terminal": "semzoo's choice (a time limit bootstraps); PyMARL treats it as terminal, a flag",
     "emu.emu_desirable_return": "semzoo's rule for envs that report no wins (EMU marks won episodes)",
     "compile_update": "a speed setting of semzoo's (CUDA only), no learning change",
     "learner.replay_device": "a speed setting of semzoo's (where the replay buffer lives), no learning change",
     "group_collect": "a speed setting of semzoo's (--seeds groups), the same episodes up to float rounding",
+    "pinned": "which fields were given explicitly: none by default",
     "preset": "semzoo's switch: none keeps the paper's defaults; authors-smac sets the authors' SMAC setups",
     "mixer.qplex_transformation": "semzoo's general QPLEX by default; Qatten is the authors' SMAC setup (the preset)",
     "mixer.qplex_lambda_layers": "semzoo's two-layer lambda heads (docs/matrix_games.md); the preset sets the authors' 1",

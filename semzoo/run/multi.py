@@ -37,6 +37,7 @@ import numpy as np
 
 from semzoo.config import TrainConfig
 from semzoo.learners.stacked import StackedUpdate
+from semzoo.presets import unused_preset
 from semzoo.run import memory_plan
 from semzoo.run.group_runner import GroupRunner
 from semzoo.run.rundir import new_run_dir
@@ -127,6 +128,8 @@ class MultiTrainer:
                              "names <env>_<algo>_seed<seed>: drop --run-name")
         if len(seeds) > 1:  # each Trainer checks its own run's plan; the K runs together are checked before any exists
             memory_plan.check(config, memory_plan.env_sizes(config), runs=len(seeds))
+        if (note := unused_preset(config)) is not None:
+            warnings.warn(note, stacklevel=2)
         trainers: list[Trainer] = []
         try:
             for seed in seeds:

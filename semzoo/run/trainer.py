@@ -57,6 +57,7 @@ from semzoo import algos
 from semzoo.agents.rnn import flatten_rnns
 from semzoo.config import TrainConfig
 from semzoo.envs.registry import make_vec_env
+from semzoo.presets import unused_preset
 from semzoo.replay.buffer import EpisodeReplayBuffer
 from semzoo.run import memory_plan
 from semzoo.run.actor import ActorProcess, start_or_fall_back
@@ -618,6 +619,8 @@ def train(config: TrainConfig, *, progress: Progress | bool = True,
 
     ``progress``: True shows progress on stderr (``ConsoleProgress``), False nothing, or a callable.
     """
+    if (note := unused_preset(config)) is not None:
+        warnings.warn(note, stacklevel=2)
     run_dir = new_run_dir(config)
     trainer = Trainer(config, run_dir=run_dir, tensorboard=tensorboard)
     return run_dir, _run_to_end(trainer, progress)
