@@ -23,7 +23,7 @@ def pymarl_target_syncs(episodes: int, *, batch_size: int, period: int) -> tuple
     """PyMARL's loop (oxwhirl/pymarl src/run.py with q_learner.train), counters only, written out here: the 1-based
     count of collected episodes at each target sync, and the number of updates."""
     episode, last_sync, in_buffer, updates, syncs = 0, 0, 0, 0, []
-    for _ in range(episodes):
+    while episode < episodes:  # PyMARL's `while runner.t_env <= t_max`, here a count of episodes
         in_buffer += 1  # runner.run(); buffer.insert_episode_batch
         if in_buffer >= batch_size:  # buffer.can_sample(batch_size)
             updates += 1  # learner.train(sample, t_env, episode)
@@ -167,3 +167,19 @@ def test_a_stored_run_from_before_the_runtime_reads_as_the_former_runtime(tmp_pa
         "semzoo-0.2", "collected", 8, True)
     assert config.learner.timeout_as_terminal is False
     assert run_labels([config, TrainConfig()]) == ["sem-qmix runtime=semzoo-0.2", "sem-qmix"]
+
+
+def test_the_metric_rows_log_how_many_episodes_a_time_limit_ended(tmp_path):
+    def timeout_rates(**changes) -> list[float]:
+        config = TrainConfig(env="matrix:two_step", algo="qmix", steps=40, log_interval=10, test_interval=10**6,
+                             save_interval=0, device="cpu", out=str(tmp_path), **changes)
+        trainer = Trainer(config, run_dir=tmp_path / f"r{len(list(tmp_path.iterdir()))}", tensorboard=False)
+        try:
+            trainer.run()
+        finally:
+            trainer.close()
+        rows = (trainer.run_dir / "metrics.csv").read_text().splitlines()
+        return [float(row.rsplit(",", 1)[1]) for row in rows if ",timeout_rate," in row]
+
+    assert timeout_rates(episode_limit=1) == [1.0] * 4  # every episode cut at step 1 of 2
+    assert set(timeout_rates()) == {0.0}  # the game ends on its own at step 2

@@ -19,6 +19,8 @@ class RolloutStats:
     returns: np.ndarray
     lengths: np.ndarray
     battle_won: np.ndarray | None = None
+    timed_out: np.ndarray | None = None
+    """True where the episode ended at a time limit (truncated, not terminated); None where not recorded."""
 
 
 class EpisodeRecord:
@@ -75,8 +77,10 @@ class EpisodeRecord:
             terminated=torch.from_numpy(self.terminated), filled=torch.from_numpy(self.filled),
             length=torch.from_numpy(self.length),
         )
+        last = np.maximum(self.length - 1, 0)
         stats = RolloutStats(returns=self.reward.sum(axis=1), lengths=self.length,
-                             battle_won=self.won if self.reports_won else None)
+                             battle_won=self.won if self.reports_won else None,
+                             timed_out=~self.terminated[np.arange(len(last)), last])
         return batch, stats
 
 

@@ -55,6 +55,9 @@ class MetricsWindow:
         won = [s.battle_won for s in recent if s.battle_won is not None]
         if won:
             metrics["win_rate"] = float(np.concatenate(won).mean())
+        timed_out = [s.timed_out for s in recent if s.timed_out is not None]
+        if timed_out:  # the episodes whose last step a time limit ended: what timeout_as_terminal acts on
+            metrics["timeout_rate"] = float(np.concatenate(timed_out).mean())
         if memory_metrics is not None:
             metrics.update(memory_metrics)
         metrics["buffer_episodes"] = float(buffer_episodes)
@@ -68,11 +71,13 @@ class MetricsWindow:
 
     def state_dict(self) -> dict[str, Any]:
         """The episodes and diagnostics of the window (a checkpoint's ``loop`` section holds them)."""
-        return {"recent": [{"returns": s.returns, "lengths": s.lengths, "battle_won": s.battle_won} for s in self.recent],
+        return {"recent": [{"returns": s.returns, "lengths": s.lengths, "battle_won": s.battle_won,
+                            "timed_out": s.timed_out} for s in self.recent],
                 "window": {k: list(v) for k, v in self.updates.items()}}
 
     def load_state_dict(self, loop: dict[str, Any]) -> None:
         """Inverse of ``state_dict``."""
-        self.recent = [RolloutStats(returns=r["returns"], lengths=r["lengths"], battle_won=r["battle_won"])
+        self.recent = [RolloutStats(returns=r["returns"], lengths=r["lengths"], battle_won=r["battle_won"],
+                                    timed_out=r.get("timed_out"))  # absent from a checkpoint before 0.3
                        for r in loop["recent"]]
         self.updates = {k: list(v) for k, v in loop["window"].items()}
