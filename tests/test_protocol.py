@@ -455,3 +455,23 @@ def test_runs_whose_metrics_hold_no_metric_say_so(tmp_path, command):
     assert result.exit_code == 1, result.output
     [line] = result.stderr.strip().splitlines()
     assert "logged )" not in line and "hold no metric rows" in line, line
+
+
+# ----- threads: the report runs beside training runs --------------------------------------------------------------
+
+
+@pytest.fixture
+def torch_threads():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield torch
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize(("args", "threads"), [((), 1), (("--threads", "2"), 2)])
+def test_report_runs_with_one_torch_thread_unless_told_otherwise(runs_root, tmp_path, torch_threads, args, threads):
+    result = cli(runs_root, "--at", AT, "--reps", REPS, "--out", tmp_path / "out", *args)
+    assert result.exit_code == 0, result.output
+    assert torch_threads.get_num_threads() == threads
