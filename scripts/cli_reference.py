@@ -14,7 +14,9 @@ from pathlib import Path
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
 WIDTH = 100
 """Columns of the rendered help (click's default is the terminal's, at most 80)."""
-MARKER = re.compile(r"(<!-- cli-help: (?P<command>[a-z-]*) -->\n)```text\n.*?```", re.S)
+MARKER = re.compile(r"(<!-- cli-help:(?: (?P<command>[a-z][a-z-]*))? -->\n)```text\n.*?```", re.S)
+"""A marker and the help block under it; ``<!-- cli-help: -->`` (no command) is ``semzoo --help``'s."""
+MARKER_START = "<!-- cli-help:"
 
 
 def help_text(command: str) -> str:
@@ -31,8 +33,21 @@ def help_text(command: str) -> str:
 
 
 def render(page: str) -> str:
-    """``page`` with every marked block replaced by the app's current help text."""
-    return MARKER.sub(lambda m: f"{m[1]}```text\n{help_text(m['command'])}\n```", page)
+    """``page`` with every marked block replaced by the app's current help text.
+
+    ValueError for a marker that is not ``<!-- cli-help: COMMAND -->`` followed by a ``text`` block: such a block
+    would silently stay as it is.
+    """
+    filled = [m.start() for m in MARKER.finditer(page)]
+    unfilled = [page.count("\n", 0, at) + 1 for at in _find_all(page, MARKER_START) if at not in filled]
+    if unfilled:
+        raise ValueError(f"cli-help markers at lines {unfilled} are not '<!-- cli-help: COMMAND -->' (a lower-case "
+                         "command, or none for `semzoo --help`) followed by a ```text block; fix them")
+    return MARKER.sub(lambda m: f"{m[1]}```text\n{help_text(m['command'] or '')}\n```", page)
+
+
+def _find_all(text: str, needle: str) -> list[int]:
+    return [m.start() for m in re.finditer(re.escape(needle), text)]
 
 
 def main() -> int:

@@ -11,6 +11,7 @@ import inspect
 import json
 import math
 import sys
+import types
 import typing
 import warnings
 from collections import Counter
@@ -20,9 +21,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
-from semzoo.config import CLI, FLAG, SECTIONS, ConfigField, TrainConfig, config_fields
+from semzoo.config import CLI, FLAG, RANGE, SECTIONS, ConfigField, Range, TrainConfig, config_fields
 from semzoo.errors import MissingDependency
 from semzoo.run.progress import ConsoleProgress as _Progress
 
@@ -52,7 +53,8 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    # Plain click help: rich's boxed tables cut long flag names (--target-update-episodes) at 80 columns.
+    # Plain click help: rich's boxed tables cut long flag names (--target-update-episodes) at 80 columns. `train`
+    # shows its options in panels all the same (_PanelledCommand).
     rich_markup_mode=None,
 )
 
@@ -143,6 +145,73 @@ CLI_ONLY_OPTIONS = ("resume", "seeds", "tensorboard")
 RESUME_FLAGS = ("steps", "keep_checkpoints")
 """Config fields that ``train --resume`` takes from the command line (the rest come from the run's config.json)."""
 
+# ----- `train --help` in panels ------------------------------------------------------------------------------------
+
+RUN_PANEL, ALGORITHM_PANEL, MEMORY_PANEL, CURIOSITY_PANEL = "Run", "Algorithm", "Memory", "Curiosity"
+LEARNER_PANEL, EXPLORATION_PANEL, RUNTIME_PANEL, SPEED_PANEL = "Learner", "Exploration", "Runtime", "Speed"
+OUTPUT_PANEL, OTHER_PANEL = "Output", "Other"
+SECTION_PANELS = {"agent": ALGORITHM_PANEL, "mixer": ALGORITHM_PANEL, "memory": MEMORY_PANEL, "emc": "EMC",
+                  "emu": "EMU", "curiosity": CURIOSITY_PANEL, "learner": LEARNER_PANEL,
+                  "exploration": EXPLORATION_PANEL}
+"""Config section -> its panel; a section not named here gets a panel of its own name (``panel_of``)."""
+FIELD_PANELS = {
+    "env": RUN_PANEL, "env_args": RUN_PANEL, "algo": RUN_PANEL, "steps": RUN_PANEL, "seed": RUN_PANEL,
+    "seeds": RUN_PANEL, "resume": RUN_PANEL, "episode_limit": RUN_PANEL,
+    "preset": ALGORITHM_PANEL,
+    "runtime": RUNTIME_PANEL, "n_envs": RUNTIME_PANEL, "sequential": RUNTIME_PANEL,
+    "device": SPEED_PANEL, "threads": SPEED_PANEL, "group_collect": SPEED_PANEL, "compile_update": SPEED_PANEL,
+    "out": OUTPUT_PANEL, "run_name": OUTPUT_PANEL, "test_interval": OUTPUT_PANEL, "test_episodes": OUTPUT_PANEL,
+    "log_interval": OUTPUT_PANEL, "save_interval": OUTPUT_PANEL, "keep_checkpoints": OUTPUT_PANEL,
+    "tensorboard": OUTPUT_PANEL,
+}
+"""Top-level config field (or CLI-only option) -> its panel, in the order a panel lists them (a section's fields
+follow). The runtime panel holds what changes how episodes are collected (and so the run); the speed panel what
+only changes how fast the same run goes."""
+PANEL_ORDER = (RUN_PANEL, ALGORITHM_PANEL, MEMORY_PANEL, "EMC", "EMU", CURIOSITY_PANEL, LEARNER_PANEL,
+               EXPLORATION_PANEL, RUNTIME_PANEL, SPEED_PANEL, OUTPUT_PANEL, OTHER_PANEL)
+"""The panels of `train --help`, in order (docs/cli.md follows it); a new section's panel comes after the memories'."""
+PANEL_NOTES = {MEMORY_PANEL: "SEM, SAEM; --proj-dim and --memory-capacity: every memory",
+               CURIOSITY_PANEL: "EMC, EMU", RUNTIME_PANEL: "how episodes are collected",
+               SPEED_PANEL: "how fast the same run goes", OUTPUT_PANEL: "evaluations, logs, checkpoints"}
+
+
+def panel_of(f: ConfigField) -> str:
+    """The panel of a config field's option: its section's (a new section's is its name in capitals, ``LAGMA``),
+    or for a top-level field ``FIELD_PANELS``' (``Other`` for one not named there)."""
+    if f.section is not None:
+        return SECTION_PANELS.get(f.section, f.section.replace("_", " ").upper())
+    return FIELD_PANELS.get(f.name, OTHER_PANEL)
+
+
+def panel_rank(panel: str) -> float:
+    """Where ``panel`` comes in `train --help`: ``PANEL_ORDER``, a panel of a new section right after the memories'."""
+    if panel in PANEL_ORDER:
+        return PANEL_ORDER.index(panel)
+    return PANEL_ORDER.index(CURIOSITY_PANEL) + 0.5
+
+
+def range_text(allowed: Range) -> str:
+    """A field's range as its help states it: '[0, 1]', '(0, 1]', '>= 1', 'any finite number'."""
+    return str(allowed).removeprefix("in ") or "any finite number"
+
+
+class _PanelledCommand(TyperCommand):
+    """A command whose options are listed in sections, one per ``rich_help_panel`` ("Run options:", ...), in plain
+    click text: rich's boxed tables would cut long flag names at 80 columns."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        panels: dict[str, list[tuple[int, tuple[str, str]]]] = {}
+        listed = list(FIELD_PANELS)
+        for i, param in enumerate(self.get_params(ctx)):
+            record = param.get_help_record(ctx)
+            if record is not None:
+                place = listed.index(param.name) if param.name in listed else len(listed) + i
+                panels.setdefault(getattr(param, "rich_help_panel", None) or OTHER_PANEL, []).append((place, record))
+        for panel in sorted(panels, key=panel_rank):
+            note = PANEL_NOTES.get(panel)
+            with formatter.section(f"{panel} options" + (f" ({note})" if note else "")):
+                formatter.write_dl([record for _, record in sorted(panels[panel])])
+
 
 def option_flags(fields: Sequence[ConfigField]) -> dict[str, str]:
     """Config key -> its `train` flag.
@@ -173,6 +242,22 @@ def _is_dict(kind: Any) -> bool:
     return (typing.get_origin(kind) or kind) is dict
 
 
+METAVARS = {int: "INTEGER", float: "FLOAT", str: "TEXT"}
+"""The placeholder of a value in the help: click's words, in capitals like KEY=VALUE and MODULE."""
+
+
+def _metavar(kind: Any) -> str | None:
+    """A config field's placeholder in `train --help`: INTEGER, FLOAT, TEXT, [a|b] or KEY=VALUE (None for a flag)."""
+    if _is_dict(kind):
+        return "KEY=VALUE"
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in args:
+        kind = next(arg for arg in args if arg is not type(None))
+    if typing.get_origin(kind) is typing.Literal:
+        return f"[{'|'.join(map(str, typing.get_args(kind)))}]"
+    return METAVARS.get(kind)
+
+
 def _train_parameters(fields: Sequence[ConfigField], flags: dict[str, str]) -> list[inspect.Parameter]:
     """One typer option per config field (type, default and help from the field), then the CLI-only ones."""
     keyword = inspect.Parameter.KEYWORD_ONLY
@@ -185,17 +270,23 @@ def _train_parameters(fields: Sequence[ConfigField], flags: dict[str, str]) -> l
             help_text += " KEY=VALUE, VALUE parsed as JSON (else a string); repeatable."
         elif f.type is bool:
             decls = [f"{flag}/--no-{flag[2:]}"]
-        option = typer.Option(default, *decls, help=help_text, metavar="KEY=VALUE" if _is_dict(f.type) else None)
+        if RANGE in f.metadata:
+            help_text += f" Range: {range_text(f.metadata[RANGE])}."
+        option = typer.Option(default, *decls, help=help_text, metavar=_metavar(f.type), rich_help_panel=panel_of(f))
         params.append(inspect.Parameter(_param_name(f), keyword, default=option, annotation=annotation))
+    resume_flags = ", ".join(flags[key] for key in RESUME_FLAGS if key in flags)
     params.append(inspect.Parameter("resume", keyword, annotation=list[str], default=typer.Option(
-        [], help="Continue the run in this run directory from its last checkpoint with its own config.json "
-        "(only --steps, as the new total, and --tensorboard apply). Repeat it for every run directory of a "
-        "--seeds group to continue the group in one process, exactly.")))
+        [], metavar="RUN_DIR", rich_help_panel=FIELD_PANELS["resume"],
+        help=f"Continue the run in this run directory from its last checkpoint with its own config.json; only "
+        f"{resume_flags} and --tensorboard apply (--steps as the new total). Repeat it for every run directory of "
+        "a --seeds group to continue the group in one process, exactly.")))
     params.append(inspect.Parameter("seeds", keyword, annotation=str | None, default=typer.Option(
-        None, help="Train one run per seed in one process, their updates vectorised (e.g. 0-9, 0,3,5, 0-4,7); "
+        None, metavar="SPEC", rich_help_panel=FIELD_PANELS["seeds"],
+        help="Train one run per seed in one process, their updates vectorised (e.g. 0-9, 0,3,5, 0-4,7); "
         "each run is the --seed run of that seed, in its default run directory. Instead of --seed.")))
     params.append(inspect.Parameter("tensorboard", keyword, annotation=bool, default=typer.Option(
-        True, help="Also write TensorBoard events (when tensorboard is installed).")))
+        True, rich_help_panel=FIELD_PANELS["tensorboard"],
+        help="Also write TensorBoard events (when tensorboard is installed).")))
     return params
 
 
@@ -236,11 +327,14 @@ def train(ctx: typer.Context, **options: Any) -> None:
         if options["seeds"] is not None:
             fail("--seeds with --resume: a group continues with the seeds it was started with; "
                  "give --resume once per run directory of the group and drop --seeds", USAGE_ERROR)
+        for run_dir in options["resume"]:
+            _check_run_directory(run_dir)
+        changes = {key: options[key] for key in RESUME_FLAGS if key in given}
+        _build(TrainConfig.from_dict, data=changes)  # a value out of range is a usage error, as without --resume
         ignored = [TRAIN_FLAGS[f.key] for f in TRAIN_FIELDS if f.key in given and f.key not in RESUME_FLAGS]
         if ignored:
             typer.echo(f"Warning: --resume trains with the run's own config.json; ignoring {', '.join(ignored)}",
                        err=True)
-        changes = {key: options[key] for key in RESUME_FLAGS if key in given}
         if len(options["resume"]) == 1:
             _resume(options["resume"][0], changes, options["tensorboard"])
         else:
@@ -277,7 +371,14 @@ def train(ctx: typer.Context, **options: Any) -> None:
 
 
 train.__signature__ = inspect.Signature(_train_parameters(TRAIN_FIELDS, TRAIN_FLAGS))  # type: ignore[attr-defined]
-app.command()(train)
+app.command(cls=_PanelledCommand)(train)
+
+
+def _check_run_directory(path: str) -> None:
+    """One line (exit 1) for a path that is a file where a run directory is expected; a missing one is left to the
+    reader, which says so."""
+    if Path(path).exists() and not Path(path).is_dir():
+        fail(f"{path} is a file, not a run directory: expected a folder made by `semzoo train` (holding config.json)")
 
 
 def _train_group(config: TrainConfig, seeds: list[int], tensorboard: bool) -> None:
@@ -423,9 +524,11 @@ def _resume(run_dir: str, changes: dict[str, Any], tensorboard: bool) -> None:
 @app.command()
 def evaluate(
     run_dir: str = typer.Argument(..., help="A run directory made by `semzoo train`."),
-    episodes: int | None = typer.Option(None, help="Greedy episodes (default: the run's test_episodes)."),
-    seed: int | None = typer.Option(None, help="Seed of the evaluation episodes (default: the run's test stream)."),
-    device: str | None = typer.Option(None, help="auto, cpu, cuda (default: the run's)."),
+    episodes: int | None = typer.Option(None, metavar="INTEGER",
+                                        help="Greedy episodes (default: the run's test_episodes)."),
+    seed: int | None = typer.Option(None, metavar="INTEGER",
+                                    help="Seed of the evaluation episodes (default: the run's test stream)."),
+    device: str | None = typer.Option(None, metavar="DEVICE", help="auto, cpu, cuda (default: the run's)."),
     best: bool = typer.Option(False, "--best", help="Evaluate the run's best checkpoint (best.ckpt: the agent of "
                               "its best test evaluation) instead of the last."),
 ) -> None:
@@ -436,6 +539,7 @@ def evaluate(
     """
     from semzoo.run.evaluation import evaluate_run
 
+    _check_run_directory(run_dir)
     if episodes is not None and episodes <= 0:
         fail(f"--episodes {episodes}: expected a positive number of episodes", USAGE_ERROR)
     if device is not None:
@@ -471,19 +575,24 @@ def _split(value: str, flag: str) -> list[str]:
 
 @app.command()
 def sweep(
-    envs: str = typer.Option(..., help="Comma-separated env ids, e.g. matrix:climbing,smax:3m."),
-    algos: str = typer.Option(..., help="Comma-separated algorithm ids, e.g. qmix,sem-qmix."),
-    seeds: int = typer.Option(5, help="Seeds per (env, algo): 0 .. seeds-1."),
-    steps: int = typer.Option(DEFAULT_STEPS, help="Environment steps per trial."),
-    out: str = typer.Option("runs/sweep", help="Folder of the trials' run directories (shared by all nodes)."),
-    address: str | None = typer.Option(None, help="Ray cluster address (e.g. auto, ray://head:10001); "
+    envs: str = typer.Option(..., metavar="ENV,ENV,...", help="Comma-separated env ids, e.g. matrix:climbing,smax:3m."),
+    algos: str = typer.Option(..., metavar="ALGO,ALGO,...", help="Comma-separated algorithm ids, e.g. qmix,sem-qmix."),
+    seeds: int = typer.Option(5, metavar="INTEGER", help="Seeds per (env, algo): 0 .. seeds-1."),
+    steps: int = typer.Option(DEFAULT_STEPS, metavar="INTEGER", help="Environment steps per trial."),
+    out: str = typer.Option("runs/sweep", metavar="DIR",
+                            help="Folder of the trials' run directories (shared by all nodes)."),
+    address: str | None = typer.Option(None, metavar="ADDRESS",
+                                       help="Ray cluster address (e.g. auto, ray://head:10001); "
                                           "default: an embedded local Ray."),
-    max_retries: int = typer.Option(2, help="Retries of a failed trial, each from its last checkpoint."),
-    cpus_per_trial: float = typer.Option(1.0, help="CPUs reserved per trial (torch threads = its integer part)."),
-    num_cpus: int | None = typer.Option(None, help="CPUs of the embedded local Ray (default: all)."),
-    set_: list[str] = typer.Option([], "--set", help="KEY=VALUE config override (JSON value), e.g. "
-                                   "test_interval=5000 or learner.batch_size=16; repeatable."),
-    grid: list[str] = typer.Option([], "--grid", help="KEY=V1,V2,... a config axis: every (env, algo) runs each "
+    max_retries: int = typer.Option(2, metavar="INTEGER",
+                                    help="Retries of a failed trial, each from its last checkpoint."),
+    cpus_per_trial: float = typer.Option(1.0, metavar="FLOAT",
+                                         help="CPUs reserved per trial (torch threads = its integer part)."),
+    num_cpus: int | None = typer.Option(None, metavar="INTEGER", help="CPUs of the embedded local Ray (default: all)."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="A config override (VALUE parsed as "
+                                   "JSON), e.g. test_interval=5000 or learner.batch_size=16; repeatable."),
+    grid: list[str] = typer.Option([], "--grid", metavar="KEY=V1,V2,...",
+                                   help="A config axis: every (env, algo) runs each "
                                    "value, e.g. memory.lam=0,0.1,0.3 (memory axes skip algorithms without memory); "
                                    "run names gain the settings off the defaults (..._sem-qmix_lam=0.3_seed0); "
                                    "repeatable (the product of the axes)."),
@@ -565,8 +674,8 @@ def _at_steps(at: str | None) -> list[int] | None:
 @app.command()
 def plot(
     folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
-    metric: str | None = typer.Option(None, help=METRIC_HELP, show_default=False),
-    out: str | None = typer.Option(None, help="Folder of the PNGs (default: FOLDER/plots)."),
+    metric: str | None = typer.Option(None, metavar="NAME", help=METRIC_HELP, show_default=False),
+    out: str | None = typer.Option(None, metavar="DIR", help="Folder of the PNGs (default: FOLDER/plots)."),
 ) -> None:
     """Plot learning curves of the runs under a folder.
 
@@ -586,10 +695,11 @@ def plot(
 @app.command()
 def table(
     folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
-    at: str | None = typer.Option(None, help="Comma-separated env steps at which to read the scores. " + AT_HELP,
+    at: str | None = typer.Option(None, metavar="STEP,STEP,...",
+                                  help="Comma-separated env steps at which to read the scores. " + AT_HELP,
                                   show_default=False),
-    metric: str | None = typer.Option(None, help=METRIC_HELP, show_default=False),
-    csv_path: str | None = typer.Option(None, "--csv", help="Also write the table to this CSV file."),
+    metric: str | None = typer.Option(None, metavar="NAME", help=METRIC_HELP, show_default=False),
+    csv_path: str | None = typer.Option(None, "--csv", metavar="FILE", help="Also write the table to this CSV file."),
 ) -> None:
     """Print the score table of the runs under a folder.
 
@@ -641,14 +751,19 @@ def table(
 @app.command()
 def report(
     folder: str = typer.Argument(..., help="A folder of run directories (searched recursively for config.json)."),
-    at: str | None = typer.Option(None, help="Comma-separated env steps at which to compare the runs. " + AT_HELP,
+    at: str | None = typer.Option(None, metavar="STEP,STEP,...",
+                                  help="Comma-separated env steps at which to compare the runs. " + AT_HELP,
                                   show_default=False),
-    metric: str | None = typer.Option(None, help=METRIC_HELP, show_default=False),
-    out: str | None = typer.Option(None, help="Folder of report.md, the PNGs and marl_eval.json (default: "
+    metric: str | None = typer.Option(None, metavar="NAME", help=METRIC_HELP, show_default=False),
+    out: str | None = typer.Option(None, metavar="DIR",
+                                   help="Folder of report.md, the PNGs and marl_eval.json (default: "
                                    "FOLDER/report)."),
-    reps: int = typer.Option(2000, help="Bootstrap replications of each confidence interval."),
+    reps: int = typer.Option(2000, metavar="INTEGER", help="Bootstrap replications of each confidence interval."),
     absolute: bool = typer.Option(False, "--absolute", help="First re-evaluate each run's best checkpoint on 10x "
                                   "the test episodes (the absolute metric, cached in <run>/absolute.json)."),
+    threads: int = typer.Option(1, metavar="INTEGER",
+                                help="torch CPU threads (its OpenMP pool) of this command; 0 keeps torch's "
+                                "default (one per core). One leaves the other cores to training runs beside it."),
 ) -> None:
     """Write the evaluation-protocol report of the runs.
 
@@ -660,6 +775,7 @@ def report(
     steps = _at_steps(at)
     if reps < 1:
         fail(f"--reps {reps}: expected a positive number of bootstrap replications, e.g. 2000", USAGE_ERROR)
+    _set_threads(threads)
     with _warnings_now():
         try:
             done = protocol_report(folder, steps, metric=metric, out=out, reps=reps,
@@ -672,6 +788,16 @@ def report(
         typer.echo(f"wrote {path}")
 
 
+def _set_threads(threads: int) -> None:
+    """``--threads N``: torch's CPU threads for the rest of the command (0: leave torch's default)."""
+    if threads < 0:
+        fail(f"--threads {threads}: expected a number of threads, e.g. 1 (0 keeps torch's default)", USAGE_ERROR)
+    if threads > 0:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def _compute_absolute() -> Callable[..., int]:
     """The training side's re-evaluation of best checkpoints (``report --absolute``): the analysis runs no policy."""
     from semzoo.run.evaluation import compute_absolute
@@ -679,10 +805,20 @@ def _compute_absolute() -> Callable[..., int]:
     return compute_absolute
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from semzoo import __version__
+
+        typer.echo(f"semzoo {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _plugins(
     plugin: list[str] = typer.Option([], "--plugin", help="Import this module first (it may register mixers, "
                                      "algorithms or envs); repeatable. Also read from SEMZOO_PLUGINS.", metavar="MODULE"),
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print semzoo's version and exit."),
 ) -> None:
     """State-based episodic memory for cooperative multi-agent RL."""
     from semzoo.plugins import add_plugin, load_plugins
@@ -769,14 +905,20 @@ def envs() -> None:
 def memory_cost(
     target: str | None = typer.Argument(None, help="A SMAC map (2c_vs_64zg, 27m_vs_30m, ...) or an env id "
                                            "(matrix:climbing, pz:<module>:<factory>); or give --agents/--actions/--state-size."),
-    agents: int | None = typer.Option(None, help="Number of agents n (instead of a map or env id)."),
-    actions: int | None = typer.Option(None, help="Actions per agent |U| (instead of a map or env id)."),
-    state_size: int | None = typer.Option(None, help="Global state size F (instead of a map or env id)."),
-    obs_size: int | None = typer.Option(None, help="One agent's observation size, for the curiosity networks of EMC "
+    agents: int | None = typer.Option(None, metavar="INTEGER", help="Number of agents n (instead of a map or env id)."),
+    actions: int | None = typer.Option(None, metavar="INTEGER",
+                                       help="Actions per agent |U| (instead of a map or env id)."),
+    state_size: int | None = typer.Option(None, metavar="INTEGER",
+                                          help="Global state size F (instead of a map or env id)."),
+    obs_size: int | None = typer.Option(None, metavar="INTEGER",
+                                        help="One agent's observation size, for the curiosity networks of EMC "
                                         "and EMU (with --agents/--actions/--state-size; default: the state size F)."),
-    capacity: float = typer.Option(1e6, help="Entries per table |Q| (the paper: 1e6)."),
-    proj_dim: int = typer.Option(4, help="Random-projection size D (the paper: 4)."),
-    env_arg: list[str] = typer.Option([], help="KEY=VALUE passed to the env factory (VALUE parsed as JSON); repeatable."),
+    capacity: float = typer.Option(1e6, "--memory-capacity", metavar="FLOAT", help="Entries per table |Q|, as `train "
+                                   "--memory-capacity` (the paper: 1e6; scientific notation allowed)."),
+    proj_dim: int = typer.Option(4, metavar="INTEGER",
+                                 help="Random-projection size D, as `train --proj-dim` (the paper: 4)."),
+    env_arg: list[str] = typer.Option([], metavar="KEY=VALUE", help="Passed to the env factory (VALUE parsed as "
+                                      "JSON, else a string); repeatable."),
 ) -> None:
     """Print the storage each episodic memory needs.
 
@@ -823,7 +965,7 @@ def memory_cost(
         cost = storage_comparison(n_agents, n_actions, capacity=capacity, proj_dim=proj_dim)
         saem_tables = paper_n_tables("saem", n_agents, n_actions)
     except ValueError as err:
-        fail(f"{err} (check --agents, --actions, --capacity, --proj-dim)", USAGE_ERROR)
+        fail(f"{err} (check --agents, --actions, --memory-capacity, --proj-dim)", USAGE_ERROR)
     entries = int(capacity)
     tables = f"{n_actions}^{n_agents} = {saem_tables:,}" if saem_tables < 10**9 else f"{n_actions}^{n_agents} = {saem_tables:.2e}"
     typer.echo(f"{source}: n = {n_agents} agents, |U| = {n_actions} actions, state size F = {state_dim}; "

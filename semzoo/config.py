@@ -66,7 +66,7 @@ class Range:
             return f"{'>' if self.low_open else '>='} {_number(self.low)}"
         if self.high is not None:
             return f"{'<' if self.high_open else '<='} {_number(self.high)}"
-        return "finite"
+        return ""  # any finite number: ``_expected`` says "a finite number" already
 
 
 def _number(x: float) -> str:
@@ -337,8 +337,8 @@ class TrainConfig:
     device: str = "auto"
     """'auto' (a GPU when one is present), 'cpu', 'cuda', 'cuda:N' or 'mps'."""
     threads: int = ranged(1, NON_NEGATIVE, "0 keeps torch's default")
-    """torch CPU threads for this process (0 keeps torch's default). One is fastest for semzoo's small
-    networks on a shared machine: with two threads on a loaded 2-core box an update ran 10x slower."""
+    """torch CPU threads for this process; 0 keeps torch's default (one per core). One suits semzoo's small networks,
+    and leaves the other cores to other runs (docs/performance.md)."""
     sequential: bool = True
     """Collect, then learn, one after the other (PyMARL's loop); off, the next episodes are collected in an actor
     process while the learner updates, with policy parameters one batch's updates behind."""
@@ -551,7 +551,7 @@ def _expected(kind: Any, allowed: Range | None) -> str:
     if kind in (int, float):
         text = "an integer" if kind is int else "a finite number"
         if allowed is not None:
-            text += f" {allowed}" + (f" ({allowed.note})" if allowed.note else "")
+            text += (f" {allowed}" if str(allowed) else "") + (f" ({allowed.note})" if allowed.note else "")
         return text
     return f"type {getattr(typing.get_origin(kind) or kind, '__name__', kind)}"
 

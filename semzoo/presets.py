@@ -12,7 +12,8 @@ resolver this module installs in ``semzoo.config`` when imported (``semzoo/__ini
 ground floor and imports nothing of semzoo, while the rules read the algorithm table.
 
     authors-smac, <memory->qplex   Qatten transformation, linear lambda heads, 2 updates/episode, target every
-                                   100 episodes (200 updates), 100 episodes of burn-in  (wjh720/QPLEX)
+                                   100 episodes (200 updates), 100 episodes of burn-in  (wjh720/QPLEX); refused
+                                   on MMM2 and 3s5z_vs_3s6z, where the authors add Qatten options not built here
     authors-smac, emc-<base>       2 updates/episode, target every 100 episodes, burn-in 32  (kikojay/EMC)
 """
 
@@ -42,6 +43,11 @@ class PresetRule:
     fields: Mapping[str, Any]
     source: str
     """The authors' files the values come from."""
+    unbuilt: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Map -> the authors' options on that map that semzoo does not build: the preset refuses those maps in one line
+    rather than run a setup that is not theirs."""
+    unbuilt_source: str = ""
+    """Where the authors name the options of ``unbuilt``."""
 
 
 _QPLEX_SMAC = PresetRule(
@@ -52,6 +58,10 @@ _QPLEX_SMAC = PresetRule(
             "learner.target_update_episodes": 100, "learner.learn_start_episodes": 100},
     source="wjh720/QPLEX pymarl-master/src/config/algs/qplex_qatten_sc2.yaml and its README's SMAC command "
            "(num_circle=2; run.py counts the target period of 200 in updates, so 100 episodes)",
+    # qplex_qatten_sc2.yaml's comments: "weighted_head: ... for MMM2 and 3s5z_vs_3s6z, it is True",
+    # "nonlinear: ... for MMM2, it is True" (attend_reg_coef, 0.001 there, is the preset's value everywhere)
+    unbuilt={"MMM2": "weighted_head: True, nonlinear: True", "3s5z_vs_3s6z": "weighted_head: True"},
+    unbuilt_source="the comments of wjh720/QPLEX qplex_qatten_sc2.yaml",
 )
 _EMC_SMAC = PresetRule(
     applies_to="emc-<base>",
@@ -97,6 +107,24 @@ def preset_fields(preset: str, algo_id: str) -> dict[str, Any]:
     return fields
 
 
+def check_preset_map(preset: str, algo_id: str, env: str) -> None:
+    """ValueError (one line) when ``preset`` would give ``algo_id`` on ``env`` a setup its authors did not run there:
+    a map where they used options semzoo does not build (``PresetRule.unbuilt``)."""
+    if preset == NO_PRESET or preset not in PRESETS:
+        return
+    family, _, map_name = env.partition(":")
+    if family not in ("smax", "smac"):
+        return
+    from semzoo.algos import parse_algorithm
+
+    algo = parse_algorithm(algo_id)
+    for rule in PRESETS[preset]:
+        if map_name in rule.unbuilt and rule.matches(algo):
+            raise ValueError(f"--preset {preset} with {algo_id} on {env}: on {map_name} the authors add "
+                             f"{rule.unbuilt[map_name]} ({rule.unbuilt_source}), which semzoo does not build; drop "
+                             "--preset for semzoo's defaults there, or run the preset on another map")
+
+
 def unused_preset(config: TrainConfig) -> str | None:
     """The line that says ``config.preset`` sets nothing for ``config.algo`` (None when it sets something, or is
     'none'): such a run takes the defaults, which a user who asked for the authors' setup should hear."""
@@ -122,7 +150,9 @@ def resolved_fields(config: TrainConfig) -> dict[str, Any]:
 def apply_preset(config: TrainConfig) -> None:
     """Fill the fields that ``config.runtime`` and ``config.preset`` (for ``config.algo``) set, where they are left
     at their defaults and not in ``config.pinned`` (in place, from ``TrainConfig.__post_init__``: the config is
-    frozen). Applying it again changes nothing, so a config rebuilt from its own dict stays as it was."""
+    frozen). Applying it again changes nothing, so a config rebuilt from its own dict stays as it was. A map the preset
+    refuses for the algorithm (``check_preset_map``) is a ValueError."""
+    check_preset_map(config.preset, config.algo, config.env)
     for key, value in resolved_fields(config).items():
         if key in config.pinned:
             continue
@@ -153,9 +183,11 @@ def describe_presets() -> list[str]:
         for rule in rules:
             sets = ", ".join(f"{key.partition('.')[2]}={'unset' if value is None else value}"
                              for key, value in rule.fields.items())
-            lines.append(f"--preset {name}, {rule.applies_to}: {sets}  [{rule.source}]")
+            refused = "".join(f"; refused on {map_name} (the authors': {options})"
+                              for map_name, options in rule.unbuilt.items())
+            lines.append(f"--preset {name}, {rule.applies_to}: {sets}{refused}  [{rule.source}]")
     return lines
 
 
-__all__ = ["DEFAULT_RUNTIME", "NO_PRESET", "PRESETS", "RUNTIMES", "PresetRule", "apply_preset", "describe_presets",
-           "preset_fields", "resolved_fields", "runtime_fields", "unused_preset"]
+__all__ = ["DEFAULT_RUNTIME", "NO_PRESET", "PRESETS", "RUNTIMES", "PresetRule", "apply_preset", "check_preset_map",
+           "describe_presets", "preset_fields", "resolved_fields", "runtime_fields", "unused_preset"]

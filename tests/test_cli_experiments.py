@@ -109,3 +109,21 @@ def test_sweep_bad_input(tmp_path, args, needle, code):
         base[flag] = value
     flat = [item for pair in base.items() for item in pair]
     assert_one_line_error(invoke("sweep", *flat), needle, code)
+
+
+def test_a_bad_value_with_resume_is_a_usage_error_as_without_it(tmp_path):
+    steps = "-5"
+    run_dir = tiny_run(tmp_path)
+    fresh = invoke("train", "--env", "matrix:climbing", "--out", str(tmp_path / "fresh"), "--steps", steps)
+    resumed = invoke("train", "--resume", str(run_dir), "--steps", steps)
+    assert fresh.exit_code == 2, fresh.output
+    assert_one_line_error(resumed, "steps=", code=2)
+    group = invoke("train", "--resume", str(run_dir), "--resume", str(run_dir), "--keep-checkpoints", "-1")
+    assert_one_line_error(group, "keep_checkpoints=-1", code=2)
+
+
+@pytest.mark.parametrize("command", [["train", "--resume"], ["evaluate"]])
+def test_a_file_given_as_a_run_directory_is_named_as_a_file(tmp_path, command):
+    path = tmp_path / "metrics.csv"
+    path.write_text("env_steps\n")
+    assert_one_line_error(invoke(*command, str(path)), f"{path} is a file, not a run directory")

@@ -62,7 +62,12 @@ def test_every_field_has_a_docstring_and_every_numeric_field_a_range():
 def test_field_docs_are_the_strings_under_each_field_as_one_line():
     docs = field_docs(TrainConfig)
     assert docs["steps"] == "Environment steps to train for."
-    assert "\n" not in docs["threads"] and docs["threads"].endswith("an update ran 10x slower.")
+    assert "\n" not in docs["threads"] and docs["threads"].startswith("torch CPU threads for this process")
+
+
+def test_an_unbounded_number_is_expected_as_a_finite_number_said_once():
+    with pytest.raises(ValueError, match=r"^emu_desirable_return=nan: expected a finite number \(EMU's code"):
+        TrainConfig.from_dict(with_value("emu.emu_desirable_return", math.nan))
 
 
 @pytest.mark.parametrize("f", NUMERIC, ids=lambda f: f.key)

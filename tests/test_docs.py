@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from semzoo.cli import app
@@ -41,6 +42,30 @@ def test_the_cli_page_shows_the_apps_current_help():
     assert done.returncode == 0, ("docs/cli.md's help blocks differ from the app: run python scripts/cli_reference.py"
                                   f"\n{done.stderr[-2000:]}")
     assert (ROOT / "docs" / "cli.md").read_text().count("<!-- cli-help: ") >= 10  # the app and its 9 commands
+
+
+def cli_reference():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import cli_reference
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    return cli_reference
+
+
+def test_the_generator_fills_the_apps_own_help_block_and_each_commands():
+    reference = cli_reference()
+    page = "<!-- cli-help: -->\n```text\n```\n\n<!-- cli-help: envs -->\n```text\nstale\n```\n"
+    rendered = reference.render(page)
+    assert "```text\nUsage: semzoo [OPTIONS] COMMAND [ARGS]...\n" in rendered, rendered
+    assert "```text\nUsage: semzoo envs [OPTIONS]\n" in rendered and "stale" not in rendered
+
+
+@pytest.mark.parametrize("page", ["<!-- cli-help: -->\nno block\n", "<!-- cli-help: train-->\n```text\n```\n",
+                                  "<!-- cli-help: Train -->\n```text\n```\n"])
+def test_a_marker_the_generator_cannot_fill_is_an_error_not_a_silent_pass(page):
+    with pytest.raises(ValueError, match="cli-help"):
+        cli_reference().render(page)
 
 
 def test_the_site_home_shows_the_readmes_tested_example():

@@ -50,7 +50,7 @@ def test_every_map_of_the_paper_works_without_starcraft(name):
 
 
 def test_semzoo_column_is_what_a_built_table_allocates():
-    result = invoke("--agents", "3", "--actions", "5", "--state-size", "10", "--capacity", "2000", "--proj-dim", "6")
+    result = invoke("--agents", "3", "--actions", "5", "--state-size", "10", "--memory-capacity", "2000", "--proj-dim", "6")
     assert result.exit_code == 0, result.output
     for kind in ("sem", "saem"):
         nbytes = make_episodic_memory(kind, state_dim=10, n_agents=3, capacity=2000, proj_dim=6).nbytes
@@ -67,7 +67,7 @@ def test_env_id_is_read_through_the_ctde_adapter():
 
 
 def test_capacity_accepts_scientific_notation():
-    result = invoke("2s3z", "--capacity", "1e4")
+    result = invoke("2s3z", "--memory-capacity", "1e4")
     assert result.exit_code == 0, result.output
     assert "|Q| = 10,000 entries" in result.output
 
@@ -82,7 +82,7 @@ def test_capacity_accepts_scientific_notation():
         ((), "missing --agents, --actions, --state-size"),
         (("--agents", "0", "--actions", "3", "--state-size", "4"), "n_agents=0"),
         (("--agents", "2", "--actions", "3", "--state-size", "0"), "--state-size 0"),
-        (("2s3z", "--capacity", "1.5"), "capacity=1.5"),
+        (("2s3z", "--memory-capacity", "1.5"), "capacity=1.5"),
         (("2s3z", "--proj-dim", "0"), "proj_dim=0"),
     ],
 )
@@ -114,7 +114,7 @@ def test_every_registered_memory_is_reported_with_what_the_memory_plan_counts():
     from semzoo.config import MemoryConfig, TrainConfig
     from semzoo.episodic.memory import memory_class, memory_names
 
-    result = invoke("--agents", "3", "--actions", "5", "--state-size", "10", "--obs-size", "7", "--capacity", "2000")
+    result = invoke("--agents", "3", "--actions", "5", "--state-size", "10", "--obs-size", "7", "--memory-capacity", "2000")
     assert result.exit_code == 0, result.output
     config = TrainConfig(memory=MemoryConfig(capacity=2000))
     for name in memory_names():

@@ -109,3 +109,25 @@ def test_run_config_records_the_preset_and_what_it_set(tmp_path):
     assert result.exit_code == 0, result.output
     saved = json.loads((tmp_path / "r" / "config.json").read_text())
     assert saved["preset"] == "authors-smac" and saved["learner"]["updates_per_episode"] == 2.0
+
+
+@pytest.mark.parametrize(("env", "options"), [
+    ("smax:MMM2", "weighted_head: True, nonlinear: True"), ("smac:MMM2", "weighted_head: True, nonlinear: True"),
+    ("smax:3s5z_vs_3s6z", "weighted_head: True"), ("smac:3s5z_vs_3s6z", "weighted_head: True"),
+])
+@pytest.mark.parametrize("algo", ["qplex", "sem-qplex"])
+def test_authors_smac_qplex_refuses_the_maps_where_its_authors_used_options_semzoo_lacks(env, options, algo):
+    with pytest.raises(ValueError, match=r"^--preset authors-smac") as refused:
+        TrainConfig(env=env, algo=algo, preset="authors-smac")
+    message = str(refused.value)
+    assert "\n" not in message and options in message and env in message
+    TrainConfig(env=env, algo=algo)  # without the preset: the default QPLEX
+    TrainConfig(env=env, algo="qmix", preset="authors-smac")  # the preset sets nothing for QMIX
+
+
+def test_train_refuses_them_as_a_usage_error_in_one_line(tmp_path):
+    result = CliRunner().invoke(app, ["train", "--env", "smax:3s5z_vs_3s6z", "--algo", "qplex", "--preset",
+                                      "authors-smac", "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    [line] = result.output.strip().splitlines()
+    assert line.startswith("Error: --preset authors-smac") and "weighted_head" in line

@@ -63,6 +63,7 @@ def write_run(root, env, algo, seed, win_rate_by_step, preset="none"):
         for step, value in win_rate_by_step.items():
             writer.writerow([step, step // 2, step // 2, 0.1, "test_win_rate", value])
             writer.writerow([step, step // 2, step // 2, 0.1, "test_return_mean", RETURN_SCALE * value])
+    return run_dir
 
 
 @pytest.fixture
@@ -241,7 +242,7 @@ def test_cli_prints_the_tables_and_names_the_files(runs_root, tmp_path):
 def test_cli_names_the_furthest_step_when_no_run_reached_the_requested_one(runs_root):
     result = cli(runs_root, "--at", "500000", "--reps", REPS)
     assert result.exit_code == 1
-    assert "furthest run reached 300" in result.output
+    assert "the last test_win_rate value of any run is at 300 env steps" in result.output
     assert "Traceback" not in result.output
 
 
@@ -405,3 +406,72 @@ def test_table_without_at_on_short_runs_reads_the_steps_they_reached_and_says_so
     assert result.exit_code == 0, result.output
     assert any(line.startswith(SHORT_STEPS_NOTE) for line in result.stderr.splitlines()), result.stderr
     assert "test_return_mean at 1,500 env steps" in result.stdout and "n/a" not in result.stdout
+
+
+# ----- a metrics.csv cut inside its last evaluation (a run killed while it wrote) -----------------------------------
+
+
+def write_cut_run(root, seed=0):
+    """Evaluations at 0, 100, 200 and 300; at 300 the test_return_mean row made it and the test_win_rate row was
+    cut half-way (read_metrics skips it), as when a run is killed while it writes its last evaluation."""
+    run_dir = write_run(root, "smax:3m", "qmix", seed, {0: 0.0, 100: 0.25, 200: 0.5})
+    with (run_dir / "metrics.csv").open("a", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow([300, 150, 150, 0.1, "loss", 0.01])
+        writer.writerow([300, 150, 150, 0.1, "test_return_mean", RETURN_SCALE * 0.75])
+        f.write("300,150,150,0.1,test_win_r")
+    return run_dir
+
+
+def test_a_step_whose_evaluation_was_cut_has_no_value_not_the_previous_evaluations(tmp_path):
+    [run] = load_runs(write_cut_run(tmp_path).parent)
+    assert np.isnan(run.value_at("test_win_rate", 300))  # not 0.5, the evaluation for 200
+    assert run.value_at("test_return_mean", 300) == RETURN_SCALE * 0.75  # its row made it
+    assert run.value_at("test_win_rate", 250) == 0.5  # between the evaluation for 200 and the next: that one
+
+
+def test_without_at_a_cut_run_is_read_at_its_last_evaluation_of_the_metric(tmp_path):
+    write_cut_run(tmp_path)
+    steps, _ = default_steps(load_runs(tmp_path), "test_win_rate")
+    assert steps == [100, 200]
+    tabled = CliRunner().invoke(app, ["table", str(tmp_path)])
+    assert tabled.exit_code == 0, tabled.output
+    assert "test_win_rate at 200 env steps" in tabled.stdout and "at 300 env steps" not in tabled.stdout
+
+
+def test_report_at_a_cut_step_names_the_last_evaluation_of_the_metric(tmp_path):
+    write_cut_run(tmp_path)
+    result = cli(tmp_path, "--at", 300, "--reps", REPS)
+    assert result.exit_code == 1, result.output
+    assert "no run has test_win_rate at 300 env steps" in result.output
+    assert "the last test_win_rate value of any run is at 200 env steps" in result.output
+
+
+@pytest.mark.parametrize("command", ["report", "table", "plot"])
+def test_runs_whose_metrics_hold_no_metric_say_so(tmp_path, command):
+    run_dir = write_run(tmp_path, "smax:3m", "qmix", 0, {0: 0.0})
+    (run_dir / "metrics.csv").write_text(",".join(METRIC_FIELDS) + "\n")
+    result = CliRunner().invoke(app, [command, str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    [line] = result.stderr.strip().splitlines()
+    assert "logged )" not in line and "hold no metric rows" in line, line
+
+
+# ----- threads: the report runs beside training runs --------------------------------------------------------------
+
+
+@pytest.fixture
+def torch_threads():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield torch
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize(("args", "threads"), [((), 1), (("--threads", "2"), 2)])
+def test_report_runs_with_one_torch_thread_unless_told_otherwise(runs_root, tmp_path, torch_threads, args, threads):
+    result = cli(runs_root, "--at", AT, "--reps", REPS, "--out", tmp_path / "out", *args)
+    assert result.exit_code == 0, result.output
+    assert torch_threads.get_num_threads() == threads

@@ -42,6 +42,7 @@ from semzoo.analysis.report import (
     _save,
     curve_steps,
     default_steps,
+    last_logged,
     load_runs,
     metric_note,
     metric_panels,
@@ -745,9 +746,9 @@ def check_steps(runs: Sequence[RunSeries], metric: str, at: Sequence[int]) -> No
         raise ValueError(f"--at {list(at)}: expected one or more non-negative env-step counts, e.g. 250000,500000")
     missing = [step for step in at if all(math.isnan(run.value_at(metric, step)) for run in runs)]
     if missing:
-        furthest = max(run.last_step for run in runs if metric in run.metrics)
-        raise ValueError(f"no run has {metric} at {', '.join(f'{s:,}' for s in missing)} env steps: the furthest "
-                         f"run reached {furthest:,}; ask --at for steps up to that")
+        furthest = max(last_logged(run, metric) for run in runs)
+        raise ValueError(f"no run has {metric} at {', '.join(f'{s:,}' for s in missing)} env steps: the last "
+                         f"{metric} value of any run is at {furthest:,} env steps; ask --at for steps up to that")
 
 
 def _env_cell(row: Aggregate | Improvement) -> str:

@@ -6,8 +6,10 @@ metric from its ``metrics.csv``. A run that never trained to step t has no value
 - a test metric (``test_*``) at t is the evaluation taken for t: the trainer evaluates at the first
   iteration at or past each multiple of ``test_interval``, so the evaluation "at 50,000" sits at, say, 50,400.
   The value is the first evaluation from t up to the next multiple of test_interval; when there is
-  none (t between an evaluation and the next scheduled point), the last one before t. Curves use the
-  scheduled points: each evaluation at floor(step / test_interval) x test_interval;
+  none (t between an evaluation and the next scheduled point), the last one before t, if it is one for the
+  multiple at or below t. Otherwise t has none: a run cut while it wrote its last evaluation has no value
+  there, never the evaluation before. Curves use the scheduled points: each evaluation at
+  floor(step / test_interval) x test_interval;
 - any other metric at t is its last row at or before t.
 Runs are grouped by env and label (``runfiles.run_labels``: the algorithm id and the settings off the paper's
 defaults that differ among the runs, ``sem-qmix lam=0.3``), so a study that varies a setting never pools its values.
@@ -33,7 +35,15 @@ import numpy as np
 
 from semzoo.config import TrainConfig
 from semzoo.errors import MissingDependency
-from semzoo.runfiles import CONFIG_FILE, METRICS_FILE, env_label, read_metrics, read_run_config, run_labels
+from semzoo.runfiles import (
+    CONFIG_FILE,
+    METRIC_FIELDS,
+    METRICS_FILE,
+    env_label,
+    read_metrics,
+    read_run_config,
+    run_labels,
+)
 
 TARGET_METRICS = {"target_y": "y", "target_e": "E", "q_tot": "Q_tot"}
 """Metric name -> label of the targets figure (paper: y, E and Q_tot over training)."""
@@ -79,13 +89,15 @@ class RunSeries:
         if name not in self.metrics or self.last_step < step:
             return math.nan
         steps, values = self.metrics[name]
+        i = int(np.searchsorted(steps, step, side="right")) - 1
         if self.test_interval and name.startswith(TEST_PREFIX):
             first = int(np.searchsorted(steps, step, side="left"))
             next_scheduled = (step // self.test_interval + 1) * self.test_interval
             if first < len(steps) and steps[first] < next_scheduled:
                 # the evaluation scheduled for ``step``; of rows at one step the last (a re-run final test)
                 return float(values[int(np.searchsorted(steps, steps[first], side="right")) - 1])
-        i = int(np.searchsorted(steps, step, side="right")) - 1
+            if i >= 0 and steps[i] < next_scheduled - self.test_interval:
+                return math.nan  # the last evaluation before ``step`` is one for an earlier point of the schedule
         return float(values[i]) if i >= 0 else math.nan
 
     def scheduled_steps(self, name: str) -> np.ndarray:
@@ -168,9 +180,19 @@ DEFAULT_METRICS = ("test_win_rate", "test_return_mean")
 and MPE log no win rate, so their runs are compared by greedy test return)."""
 
 
+def _logged(runs: Sequence[RunSeries]) -> list[str]:
+    """The metrics the runs logged, sorted; ValueError when they logged none (metrics.csv files without a row)."""
+    logged = sorted({name for run in runs for name in run.metrics})
+    if not logged:
+        where = str(runs[0].run_dir / METRICS_FILE) if len(runs) == 1 else f"the {len(runs)} runs' {METRICS_FILE}"
+        raise ValueError(f"{where} hold no metric rows (a header only, or rows cut short): expected rows of "
+                         f"{', '.join(METRIC_FIELDS)}; train the runs first, or point at other run directories")
+    return logged
+
+
 def check_metric(runs: Sequence[RunSeries], metric: str) -> None:
     """ValueError naming the known metrics when no run logged ``metric``."""
-    known = sorted({name for run in runs for name in run.metrics})
+    known = _logged(runs)
     if metric not in known:
         raise ValueError(f"unknown metric {metric!r}: the runs logged {', '.join(known)}; pick one with --metric")
 
@@ -181,11 +203,11 @@ def resolve_metric(runs: Sequence[RunSeries], metric: str | None) -> str:
     if metric is not None:
         check_metric(runs, metric)
         return metric
-    logged = {name for run in runs for name in run.metrics}
+    logged = _logged(runs)
     for default in DEFAULT_METRICS:
         if default in logged:
             return default
-    raise ValueError(f"the runs log none of {', '.join(DEFAULT_METRICS)} (they logged {', '.join(sorted(logged))}): "
+    raise ValueError(f"the runs log none of {', '.join(DEFAULT_METRICS)} (they logged {', '.join(logged)}): "
                      "pick a metric with --metric")
 
 
@@ -203,6 +225,11 @@ def _grouped(runs: Iterable[RunSeries]) -> dict[str, dict[str, list[RunSeries]]]
     for run in runs:
         out[run.env][run.algo].append(run)
     return {env: {algo: sorted(out[env][algo], key=lambda r: r.seed) for algo in sorted(out[env])} for env in out}
+
+
+def last_logged(run: RunSeries, metric: str) -> int:
+    """The last env step at which ``run`` logged ``metric`` (0 when it never did)."""
+    return int(run.metrics[metric][0][-1]) if metric in run.metrics and len(run.metrics[metric][0]) else 0
 
 
 def common_last_step(runs: Sequence[RunSeries]) -> int:
@@ -405,10 +432,10 @@ PAPER_STEPS = (250_000, 500_000)
 def default_steps(runs: Sequence[RunSeries], metric: str) -> tuple[list[int], str | None]:
     """The steps ``table`` and ``report`` read without --at, and the line that says so (None for the paper's).
 
-    ``PAPER_STEPS`` where every run that logs ``metric`` has a value at each. Else the step every run reached
-    (``common_last_step``: each run's closing evaluation is at its last step) and its half, each moved down to
-    the evaluation every run has scheduled at or below it (within one test interval, so 500,012 reads as
-    500,000); the half is left out when no run evaluated before it.
+    ``PAPER_STEPS`` where every run that logs ``metric`` has a value at each. Else the last step of ``metric`` that
+    every run logged (``last_logged``: a run's closing evaluation is at its last step, unless the run was cut while
+    it wrote it) and its half, each moved down to the evaluation every run has scheduled at or below it (within one
+    test interval, so 500,012 reads as 500,000); the half is left out when no run evaluated before it.
     """
     logging = [run for run in runs if metric in run.metrics]
     if not logging:
@@ -425,7 +452,7 @@ def default_steps(runs: Sequence[RunSeries], metric: str) -> tuple[list[int], st
         near = [s for s in shared if 0 < s <= step and step - s < interval]
         return max(near) if near else None
 
-    last = common_last_step(logging)
+    last = min(last_logged(run, metric) for run in logging)
     last = on_schedule(last) or last
     half = on_schedule(last // 2)
     steps = [last] if half is None or half >= last else [half, last]
