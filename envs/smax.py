@@ -34,7 +34,7 @@ import torch
 from semzoo.envs.maps import SMAX_DEFAULT_EPISODE_LIMIT, UnknownMapError
 from semzoo.errors import MissingDependency
 from semzoo.types import CTDEArrays, StateLayout, VecStep
-from semzoo.wrappers.smac import SMACParallelEnv, agent_names_for, check_obs_format
+from semzoo.wrappers.smac import SMACParallelEnv, agent_names_for, check_obs_format, check_unavailable_action
 
 
 @contextlib.contextmanager
@@ -337,7 +337,10 @@ class SMAXEnv:
         fixed_starts: bool = False,
     ) -> None:
         self.map_name = map_name
-        self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode, fixed_starts)
+        self._options: dict[str, Any] = {"episode_limit": episode_limit, "enemy_shoots": enemy_shoots,
+                                         "attack_mode": attack_mode, "fixed_starts": fixed_starts}
+        """What ``_core`` is built from besides the map: a copy or an unpickled env rebuilds it from them."""
+        self._core = _core(map_name, **self._options)
         self.n_agents = self._core.n_agents
         self.n_enemies = self._core.n_enemies
         self.n_actions = self._core.n_actions
@@ -350,6 +353,24 @@ class SMAXEnv:
         self.battles_won = 0
         self.battles_game = 0
         self.timeouts = 0
+
+    # --- copy and pickle ------------------------------------------------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """Everything but the compiled core (JaxMARL's env holds local functions, and deep-copying it recurses
+        in its ``__getattr__``), with the battle's JAX arrays as host arrays: ``copy.deepcopy`` and ``pickle``
+        (SuperSuit's ``concat_vec_envs_v1`` clones an env with cloudpickle) carry the battle, its key stream and
+        its counters."""
+        state = {name: value for name, value in self.__dict__.items() if name != "_core"}
+        state["_key"], state["_carry"] = jax.device_get((self._key, self._carry))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Rebuild the core from the map and options (cached: compiled once per process), the battle from its
+        host arrays; the copy then plays on exactly as the original would."""
+        self.__dict__.update(state)
+        self._core = _core(self.map_name, **self._options)
+        self._key = jnp.asarray(state["_key"])
+        self._carry = None if state["_carry"] is None else jax.tree.map(jnp.asarray, state["_carry"])
 
     # --- SMAC interface -------------------------------------------------------------------------
     def seed(self, seed: int) -> None:
@@ -484,10 +505,13 @@ class SMAXVecEnv:
         attack_mode: str = "closest",
         obs_format: str = "dict",
         fixed_starts: bool = False,
+        unavailable_action: str = "error",
     ) -> None:
         """``obs_format`` is checked and otherwise unused: arrays have no per-agent format, and a run passes
-        its ``smax:<map>`` env args (which may choose the format of ``parallel_env``) here."""
+        its ``smax:<map>`` env args (which may choose the format of ``parallel_env``) here.
+        ``unavailable_action``: ``"error"`` or ``"stop"``, as ``parallel_env``'s (``UNAVAILABLE_ACTIONS``)."""
         check_obs_format(obs_format)
+        check_unavailable_action(unavailable_action)
         if not isinstance(n_envs, int) or n_envs < 1:
             raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
         self.map_name = map_name
@@ -500,6 +524,7 @@ class SMAXVecEnv:
         self.episode_limit = self._core.episode_limit
         self.agent_names = agent_names_for(self._core.unit_types, self.n_agents)
         self.state_layout = self._core.state_layout
+        self.unavailable_action = unavailable_action
         self._carry: Any = None
         self._frozen_N = np.ones(n_envs, dtype=bool)
         self._arrays: CTDEArrays | None = None
@@ -669,8 +694,7 @@ class SMAXVecEnv:
             )
         if not np.issubdtype(actions_NA.dtype, np.integer):
             raise TypeError(f"actions must be integers, got dtype {actions_NA.dtype}")
-        self._check_legal(actions_NA)
-        return actions_NA
+        return self._playable(actions_NA)
 
     def _stepped(self, observation: Any, flags: Any) -> VecStep:
         """Take in a step's host outputs (the carry is already set): arrays, frozen envs; returns ``step``'s tuple."""
@@ -686,18 +710,29 @@ class SMAXVecEnv:
             info,
         )
 
-    def _check_legal(self, actions_NA: np.ndarray) -> None:
+    def _playable(self, actions_NA: np.ndarray) -> np.ndarray:
+        """The actions [N, A] the live agents play: ``actions_NA``, an unavailable one replaced by stop
+        (``unavailable_action="stop"``) or refused with a ValueError naming the env and the agent."""
         assert self._arrays is not None
         live_NA = self._arrays.alive & ~self._frozen_N[:, None]
         in_range = (actions_NA >= 0) & (actions_NA < self.n_actions)
+        outside = live_NA & ~in_range
+        if outside.any():
+            env_i, agent = (int(x) for x in np.argwhere(outside)[0])
+            raise ValueError(f"env {env_i}: {self.agent_names[agent]}: action {int(actions_NA[env_i, agent])} is "
+                             f"outside its action space; expected 0 to {self.n_actions - 1}")
         chosen = np.take_along_axis(self._arrays.avail, np.clip(actions_NA, 0, self.n_actions - 1)[..., None], -1)
-        bad = live_NA & ~(in_range & chosen[..., 0])
-        if bad.any():
-            env_i, agent = (int(x) for x in np.argwhere(bad)[0])
-            raise ValueError(
-                f"env {env_i} agent {agent} cannot take action {int(actions_NA[env_i, agent])}; "
-                f"available: {np.flatnonzero(self._arrays.avail[env_i, agent]).tolist()}"
-            )
+        unavailable = live_NA & ~chosen[..., 0]
+        if not unavailable.any():
+            return actions_NA
+        if self.unavailable_action == "stop":
+            return np.where(unavailable, SMAC_STOP, actions_NA)
+        env_i, agent = (int(x) for x in np.argwhere(unavailable)[0])
+        raise ValueError(
+            f"env {env_i}: {self.agent_names[agent]} cannot take action {int(actions_NA[env_i, agent])}; available: "
+            f"{np.flatnonzero(self._arrays.avail[env_i, agent]).tolist()}; choose from avail, or pass "
+            "unavailable_action='stop' to make an unavailable action stop the unit"
+        )
 
     def _to_arrays(self, observation: Any) -> CTDEArrays:
         return _writable_arrays(observation)
@@ -771,6 +806,7 @@ def parallel_env(
     attack_mode: str = "closest",
     obs_format: str = "dict",
     fixed_starts: bool = False,
+    unavailable_action: str = "error",
 ) -> SMACParallelEnv:
     """A PettingZoo ParallelEnv with ``state()`` over SMAX ``map_name`` (env id ``smax:<map>``).
 
@@ -778,15 +814,19 @@ def parallel_env(
     (for SuperSuit's Box-only wrappers); the default ``"dict"`` puts the mask in the observation.
     ``fixed_starts=True``: every episode starts from the same state (``FIXED_START_SEED``), as StarCraft II
     spawns units at fixed positions; SMAX's default draws each unit's start position at random.
+    ``unavailable_action="stop"``: an action the agent's mask rules out stops the unit instead of raising
+    (SMAC's behaviour, the default ``"error"``), for pipelines that sample without the mask
+    (``semzoo.wrappers.smac.UNAVAILABLE_ACTIONS``).
     """
     check_obs_format(obs_format)
+    check_unavailable_action(unavailable_action)
     backend = SMAXEnv(
         map_name, seed=seed, episode_limit=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode,
         fixed_starts=fixed_starts,
     )
     return SMACParallelEnv(
         backend, obs_bounds=(OBS_LOW, OBS_HIGH), state_bounds=(STATE_LOW, STATE_HIGH), map_name=map_name,
-        obs_format=obs_format,
+        obs_format=obs_format, unavailable_action=unavailable_action,
     )
 
 

@@ -145,7 +145,8 @@ def main() -> None:
     parser.add_argument("--no-timings", action="store_true")
     parser.add_argument("--run-dir", type=Path, help="a finished run whose pace and peak RSS to report")
     args = parser.parse_args()
-    print("| map | A, O, S, U, limit | bytes/step f32 (f16) | padded 5000 | expected | worst 0.5M f32 (f16) "
+    print("| map | A, O, S, U, limit | bytes/step f32 (f16) | padded 5000 | expected | worst 0.5M f32 (f16), with a "
+          "checkpoint's copy "
           "| insert old/new ms | sample old/new ms | timed capacity |")
     print("|---|---|---|---|---|---|---|---|---|")
     for name in args.maps.split(","):
@@ -163,7 +164,7 @@ def main() -> None:
             replay_dtype="float16")), sizes)
         cells = [name, f"{sizes.n_agents}, {sizes.obs_dim}, {sizes.state_dim}, {sizes.n_actions}, {t}",
                  f"{per['float32']:,} ({per['float16']:,})", gb(padded), gb(p32.replay_expected),
-                 f"{gb(p32.replay_worst)} ({gb(p16.replay_worst)})"]
+                 f"{gb(p32.replay_worst + p32.copy_worst)} ({gb(p16.replay_worst + p16.copy_worst)})"]
         if args.no_timings:
             cells += ["", "", ""]
         else:

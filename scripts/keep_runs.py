@@ -2,7 +2,8 @@
 
 For each run directory under STUDY that has finished (``final.json``), computes its absolute metric when it has
 none yet (its best checkpoint on 10x the test episodes, ``semzoo.absolute_metric``), then copies
-``config.json``, ``metrics.csv``, ``final.json`` and ``absolute.json`` into DEST/<run name>/. Checkpoints,
+``config.json``, ``metrics.csv``, ``final.json``, ``absolute.json`` and ``provenance.json`` (the code and machine
+that made it; a run made before semzoo kept one has none) into DEST/<run name>/. Checkpoints,
 TensorBoard events and the replay buffer stay behind (gigabytes); what is kept is what ``semzoo report``,
 ``semzoo table`` and ``semzoo plot`` read, so the study's tables and figures can be derived again from DEST.
 Unfinished runs are listed and left alone. Each kept run gets a summary line, the figures a results page
@@ -25,9 +26,9 @@ from semzoo import absolute_metric
 from semzoo.analysis.protocol import read_absolute
 from semzoo.analysis.report import load_run, resolve_metric
 from semzoo.run.rundir import run_finished
-from semzoo.runfiles import ABSOLUTE_FILE, CONFIG_FILE, FINAL_FILE, METRICS_FILE
+from semzoo.runfiles import ABSOLUTE_FILE, CONFIG_FILE, FINAL_FILE, METRICS_FILE, PROVENANCE_FILE
 
-KEPT = (CONFIG_FILE, METRICS_FILE, FINAL_FILE, ABSOLUTE_FILE)
+KEPT = (CONFIG_FILE, METRICS_FILE, FINAL_FILE, ABSOLUTE_FILE, PROVENANCE_FILE)
 
 
 def _steps(step: int) -> str:
@@ -81,8 +82,8 @@ def main() -> None:
                   f"{record['step']:,} env steps)")
         target = args.dest / run.name
         target.mkdir(parents=True, exist_ok=True)
-        copied = [name for name in KEPT
-                  if not (target / name).exists() or not filecmp.cmp(run / name, target / name, shallow=False)]
+        copied = [name for name in KEPT if (run / name).exists()
+                  and (not (target / name).exists() or not filecmp.cmp(run / name, target / name, shallow=False))]
         for name in copied:
             shutil.copy2(run / name, target / name)
         print(f"{run.name}: {'kept ' + ', '.join(copied) if copied else 'already kept'} in {target}")

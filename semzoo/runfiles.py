@@ -10,6 +10,8 @@
     <run_dir>/absolute.json   the best agent re-evaluated on 10x the test episodes (``absolute_metric``)
     <run_dir>/tensorboard/    TensorBoard events (when tensorboard is installed)
     <run_dir>/final.json      written once the run has finished
+    <run_dir>/provenance.json the code and machine of each session, the start then each resume: semzoo's version and
+                              git commit (dirty or not), package versions, device, CPU (``semzoo.run.provenance``)
     <run_dir>/.lock           held (flock) by the one process writing the run
 
 A report names each run's method by its algorithm id and the settings that set it apart (``run_labels``).
@@ -35,6 +37,9 @@ FINAL_FILE = "final.json"
 BEST_FILE = "best.ckpt"
 ABSOLUTE_FILE = "absolute.json"
 LOCK_FILE = ".lock"
+PROVENANCE_FILE = "provenance.json"
+UNKNOWN_COMMIT = "unknown"
+"""The commit a provenance record names where git was absent or semzoo was not imported from a git checkout."""
 TENSORBOARD_DIR = "tensorboard"
 TIMING_METRICS = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "test_time_s", "checkpoint_time_s",
                             "checkpoint_mb"})
@@ -62,6 +67,31 @@ def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
             except (TypeError, ValueError):
                 continue
     return rows
+
+
+def read_provenance(run_dir: str | Path) -> dict[str, Any] | None:
+    """A run's ``provenance.json`` (``{"sessions": [record, ...]}``, oldest first), or None where it has none (a run
+    made before semzoo kept one) or it cannot be read."""
+    try:
+        data = json.loads((Path(run_dir) / PROVENANCE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("sessions"), list) else None
+
+
+def run_commits(run_dir: str | Path) -> list[str]:
+    """The semzoo commits a run's sessions ran, in order without repeats, ``-dirty`` after a commit whose checkout
+    had uncommitted changes (``UNKNOWN_COMMIT`` where a session could not tell); [] without a provenance record."""
+    data = read_provenance(run_dir)
+    commits: list[str] = []
+    for session in (data or {}).get("sessions", []):
+        code = session.get("semzoo", {}) if isinstance(session, dict) else {}
+        commit = str(code.get("commit", UNKNOWN_COMMIT))
+        if commit != UNKNOWN_COMMIT and code.get("dirty"):
+            commit += "-dirty"
+        if commit not in commits:
+            commits.append(commit)
+    return commits
 
 
 def read_run_config(run_dir: str | Path) -> TrainConfig:

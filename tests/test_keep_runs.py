@@ -27,7 +27,8 @@ def test_finished_runs_are_kept_with_their_absolute_metric_and_summary_unfinishe
     assert not (dest / runs[0].name).exists()
     for run in runs[1:]:
         kept = dest / run.name
-        assert sorted(p.name for p in kept.iterdir()) == ["absolute.json", "config.json", "final.json", "metrics.csv"]
+        assert sorted(p.name for p in kept.iterdir()) == ["absolute.json", "config.json", "final.json", "metrics.csv",
+                                                          "provenance.json"]
         absolute = json.loads((kept / "absolute.json").read_text())
         minutes = json.loads((kept / "final.json").read_text())["wall_time"] / 60
         line = next(line for line in result.stdout.splitlines() if line.startswith(f"{run.name}: kept"))
@@ -38,6 +39,16 @@ def test_finished_runs_are_kept_with_their_absolute_metric_and_summary_unfinishe
                                 f"{minutes:.0f} min")
     again = keep(study, dest)
     assert again.stdout.count("already kept") == len(runs) - 1
+
+
+def test_a_run_made_before_provenance_json_is_kept_without_it(tmp_path):
+    study, dest = tmp_path / "study", tmp_path / "kept"
+    train_two_step_runs(study)
+    runs = sorted(p for p in study.iterdir() if p.is_dir())
+    (runs[0] / "provenance.json").unlink()
+    result = keep(study, dest, "--at", "40")
+    assert result.returncode == 0, result.stderr
+    assert not (dest / runs[0].name / "provenance.json").exists() and (dest / runs[1].name / "provenance.json").exists()
 
 
 def test_a_bad_at_is_a_usage_error_naming_it(tmp_path):

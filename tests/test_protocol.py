@@ -475,3 +475,30 @@ def test_report_runs_with_one_torch_thread_unless_told_otherwise(runs_root, tmp_
     result = cli(runs_root, "--at", AT, "--reps", REPS, "--out", tmp_path / "out", *args)
     assert result.exit_code == 0, result.output
     assert torch_threads.get_num_threads() == threads
+
+
+def write_provenance(run_dir, *commits: str):
+    """A provenance.json whose sessions ran ``commits`` ('<sha>-dirty' for a checkout with changes)."""
+    sessions = [{"semzoo": {"version": "0.2.0", "commit": c.removesuffix("-dirty"), "dirty": c.endswith("-dirty")}}
+                for c in commits]
+    (run_dir / "provenance.json").write_text(json.dumps({"sessions": sessions}))
+
+
+def test_report_says_which_groups_hold_runs_of_different_commits(tmp_path):
+    a, b = "a" * 40, "b" * 40
+    root = tmp_path / "runs"
+    for algo, commits in (("qmix", [[a], [b + "-dirty"], []]), ("vdn", [[a], [a, a]]), ("sem-qmix", [[a], [a, b]])):
+        for seed, ran in enumerate(commits):
+            write_run(root, "matrix:two_step", algo, seed, {AT: 0.5})
+            if ran:
+                write_provenance(root / f"matrix_two_step_{algo}_seed{seed}", *ran)
+    result = cli(root, "--at", AT, "--reps", REPS, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if "semzoo commits" in line]
+    assert lines == [
+        "matrix:two_step qmix: its runs come from 2 semzoo commits, aaaaaaaaaa (seed 0); bbbbbbbbbb-dirty (seed 1); "
+        "no commit recorded (seed 2): compare them knowing the code changed (each run's provenance.json)",
+        "matrix:two_step sem-qmix: its runs come from 2 semzoo commits, aaaaaaaaaa (seeds 0, 1); bbbbbbbbbb (seed 1): "
+        "compare them knowing the code changed (each run's provenance.json)"]  # seed 1 was resumed under b
+    report_md = (tmp_path / "out" / REPORT_FILE).read_text()
+    assert "## Runs of one group from different code" in report_md and all(f"- {line}" in report_md for line in lines)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pettingzoo.test import api_test, parallel_api_test
+from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
 from pettingzoo.utils.conversions import parallel_to_aec
 
 from semzoo.envs.maps import PAPER_MAPS, SMAC_MAPS, UnknownMapError, map_table, smac_map
@@ -229,6 +229,44 @@ def test_spaces_are_cached_and_state_lies_in_state_space():
     assert env.state() in env.state_space
 
 
+def test_an_unavailable_action_is_refused_naming_the_agent_by_its_pettingzoo_name():
+    fake = FakeSMAC()
+    env = SMACParallelEnv(fake, unit_types=["marine"] * 3)
+    env.reset()
+    with pytest.raises(ValueError, match=r"^marine_1 cannot take action 0; available: \[1, 2, 3, 4, 5, 6, 7, 8\]; .*"
+                                         r"unavailable_action='stop'"):
+        env.step({"marine_0": 1, "marine_1": 0, "marine_2": 1})  # the no-op is for dead units only
+    assert fake.received_actions == []  # refused before the backend saw it (SMAC would assert)
+
+
+def test_unavailable_action_stop_makes_the_unit_stop_and_still_refuses_actions_outside_the_space():
+    fake = FakeSMAC(enemy_deaths={1: [2]})
+    env = SMACParallelEnv(fake, unavailable_action="stop")
+    env.reset()
+    env.step({"agent_0": 0, "agent_1": 8, "agent_2": 8})  # the no-op of a live unit; attacks on enemy 2, alive
+    env.step({"agent_0": 0, "agent_1": 8, "agent_2": 4})  # enemy 2 died: attacking it is unavailable now
+    assert fake.received_actions == [[1, 8, 8], [1, 1, 4]]
+    with pytest.raises(ValueError, match=r"^agent_0: action 9 is outside its action space Discrete\(9\)"):
+        env.step({"agent_0": 9, "agent_1": 1, "agent_2": 1})
+
+
+def test_unknown_unavailable_action_is_refused_naming_the_choices():
+    with pytest.raises(ValueError, match=r"^unavailable_action='noop': expected 'error' .* or 'stop'"):
+        SMACParallelEnv(FakeSMAC(), unavailable_action="noop")
+
+
+@pytest.mark.parametrize("obs_format", ["dict", "box"])
+@pytest.mark.filterwarnings("ignore:.*cannot be reseeded")
+def test_pettingzoo_checkers_pass_with_unavailable_actions_played_as_stop(obs_format):
+    """Both checkers sample without the mask (the API test reads it from dict observations only)."""
+    def make() -> SMACParallelEnv:
+        return SMACParallelEnv(FakeSMAC(ally_deaths={2: [1]}, enemy_deaths={3: [0]}), obs_format=obs_format,
+                               unavailable_action="stop")
+
+    parallel_api_test(make(), num_cycles=50)
+    parallel_seed_test(make)
+
+
 def test_missing_action_for_live_agent_raises():
     env = SMACParallelEnv(FakeSMAC())
     env.reset()
@@ -280,8 +318,8 @@ def test_box_format_gives_flat_observations_and_the_mask_in_infos():
             np.testing.assert_array_equal(infos[a]["action_mask"], dict_obs[a]["action_mask"])
         obs, _, _, _, infos = env.step(stop_all(env))
         dict_obs, *_ = dict_env.step(stop_all(dict_env))
-    # No parallel_api_test here: it reads masks only from dict observations, so it plays unavailable
-    # actions, which SMAC (and this fake) refuse. The matrix games, whose actions are all legal, run it.
+    # parallel_api_test reads masks only from dict observations, so on box observations it plays unavailable
+    # actions, which SMAC (and this fake) refuse: it runs with unavailable_action="stop" (below).
 
 
 def test_unknown_obs_format_is_refused_naming_the_choices():

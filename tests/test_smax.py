@@ -3,6 +3,8 @@ and a soak of random episodes."""
 
 from __future__ import annotations
 
+import copy
+import pickle
 import re
 
 import numpy as np
@@ -161,6 +163,63 @@ def test_illegal_action_is_rejected_with_the_legal_ones():
     env.reset()
     with pytest.raises(ValueError, match="cannot take action 0"):
         env.step([0, 1, 1])  # the no-op is for dead agents only
+
+
+def test_an_unavailable_action_is_refused_naming_the_agent_by_its_pettingzoo_name():
+    env = parallel_env("3m")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"^marine_1 cannot take action 6; available: \[1, 2, 3, 4, 5\]; .*"
+                                         r"unavailable_action='stop'"):
+        env.step({"marine_0": STOP, "marine_1": FIRST_ATTACK, "marine_2": STOP})  # the enemy is out of range
+
+
+@pytest.mark.parametrize("obs_format", ["dict", "box"])
+def test_unavailable_action_stop_plays_the_units_stop(obs_format):
+    env, twin = parallel_env("3m", obs_format=obs_format, unavailable_action="stop"), parallel_env("3m")
+    env.reset(seed=1)
+    twin_obs, _ = twin.reset(seed=1)
+    for _ in range(3):  # out of range (attack) and the no-op of a live unit: both stop it, as the twin's stop does
+        obs, rewards, *_ = env.step({a: FIRST_ATTACK if i % 2 else NOOP for i, a in enumerate(env.agents)})
+        twin_obs, twin_rewards, *_ = twin.step({a: STOP for a in twin.agents})
+        for a in twin_obs:
+            np.testing.assert_array_equal(obs[a] if obs_format == "box" else obs[a]["observation"],
+                                          twin_obs[a]["observation"])
+        np.testing.assert_array_equal(env.state(), twin.state())
+        assert rewards == twin_rewards
+
+
+def test_vec_env_refuses_an_unavailable_action_by_agent_name_or_plays_stop():
+    vec, stopped, twin = SMAXVecEnv("3m", 2), SMAXVecEnv("3m", 2, unavailable_action="stop"), SMAXVecEnv("3m", 2)
+    for env in (vec, stopped, twin):
+        env.reset(seed=0)
+    attack = np.full((2, 3), FIRST_ATTACK)
+    with pytest.raises(ValueError, match=r"^env 0: marine_0 cannot take action 6; available: \[1, 2, 3, 4, 5\]"):
+        vec.step(attack)
+    arrays, *_ = stopped.step(attack)
+    np.testing.assert_array_equal(arrays.state, twin.step(np.full((2, 3), STOP))[0].state)
+    with pytest.raises(ValueError, match=r"^env 0: marine_0: action 9 is outside its action space"):
+        stopped.step(np.full((2, 3), 9))
+
+
+@pytest.mark.parametrize("clone", [copy.deepcopy, lambda env: pickle.loads(pickle.dumps(env))], ids=["deepcopy", "pickle"])
+def test_a_copied_or_unpickled_env_plays_on_exactly_as_the_original(clone):
+    env = parallel_env("3m", episode_limit=40, fixed_starts=True, obs_format="box")
+    _, infos = env.reset(seed=5)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        _, _, _, _, infos = env.step({a: int(rng.choice(np.flatnonzero(infos[a]["action_mask"]))) for a in env.agents})
+    twin = clone(env)
+    assert twin.smac_env is not env.smac_env and twin.smac_env._options == env.smac_env._options
+    twin_steps = 0
+    while env.agents:  # the rest of the episode, then a whole new one: the key stream carries over too
+        assert twin.agents == env.agents
+        actions = {a: int(rng.choice(np.flatnonzero(infos[a]["action_mask"]))) for a in env.agents}
+        _, rewards, terms, truncs, infos = env.step(actions)
+        assert twin.step(actions)[1:4] == (rewards, terms, truncs)
+        np.testing.assert_array_equal(twin.state(), env.state())
+        twin_steps += 1
+    np.testing.assert_array_equal(env.reset()[0]["marine_0"], twin.reset()[0]["marine_0"])
+    assert twin_steps > 0 and env.get_stats() == twin.get_stats()
 
 
 def test_vec_env_implements_protocol_with_fixed_shapes():
@@ -375,7 +434,7 @@ def test_vec_envs_that_cannot_step_together_are_refused_naming_why():
     illegal = random_vec_actions(arrays[1].avail, np.random.default_rng(0))
     illegal[1, 2] = NOOP  # the no-op is for dead agents only: the error of other.step, naming the env
     state_before = env._arrays.state.copy()
-    with pytest.raises(ValueError, match=r"^envs\[1\]: env 1 agent 2 cannot take action 0; available: "):
+    with pytest.raises(ValueError, match=r"^envs\[1\]: env 1: marine_2 cannot take action 0; available: "):
         SMAXVecEnv.step_together([env, other], [random_vec_actions(arrays[0].avail, np.random.default_rng(1)), illegal])
     assert np.array_equal(env._arrays.state, state_before)  # nothing stepped
     with pytest.raises(TypeError, match=r"^envs\[0\]: actions must be integers"):
@@ -462,7 +521,8 @@ def test_map_table_smax_sizes_match_what_smax_reports():
 
 @pytest.mark.parametrize(("options", "needle"), [({"attack_mode": "nearest"}, "attack_mode='nearest'"),
                                                  ({"enemy_shoots": "yes"}, "enemy_shoots='yes'"),
-                                                 ({"episode_limit": True}, "episode_limit")])
+                                                 ({"episode_limit": True}, "episode_limit"),
+                                                 ({"unavailable_action": "noop"}, "unavailable_action='noop'")])
 def test_single_and_vectorised_env_refuse_the_same_bad_options(options, needle):
     with pytest.raises((ValueError, TypeError), match=needle) as single:
         parallel_env("3m", **options)

@@ -166,3 +166,33 @@ def test_pad_action_space_and_parallel_to_aec_take_both_formats(obs_format):
         aec.step(None if termination or truncation else 0)
         acted += not (termination or truncation)
     assert acted == 2
+
+
+@pytest.mark.smax
+def test_concat_vec_envs_clones_a_smax_pipeline_and_steps_it_with_sampled_actions():
+    """concat_vec_envs_v1 clones the env with cloudpickle; its callers sample actions without the mask."""
+    env = supersuit.black_death_v3(smax_parallel_env("3m", obs_format="box", episode_limit=10,
+                                                     unavailable_action="stop"))
+    vec = supersuit.concat_vec_envs_v1(supersuit.pettingzoo_env_to_vec_env_v1(env), 2, num_cpus=0,
+                                       base_class="gymnasium")
+    observations, _ = vec.reset(seed=0)
+    assert observations.shape == (2 * 3, env.unwrapped.obs_dim)  # 2 envs x 3 marines
+    ends = 0
+    for _ in range(24):
+        actions = np.array([vec.action_space.sample() for _ in range(vec.num_envs)])
+        observations, rewards, terminations, truncations, _ = vec.step(actions)
+        assert np.isfinite(rewards).all() and observations.shape == (6, env.unwrapped.obs_dim)
+        ends += int(np.sum(terminations | truncations))
+    assert ends >= 6  # every env ended an episode (the limit is 10 steps) and was reset by the vector env
+
+
+@pytest.mark.smax
+def test_sticky_actions_play_whole_smax_episodes_with_unavailable_actions_as_stop():
+    """sticky_actions_v0 repeats an agent's last action, which may have become unavailable since."""
+    env = supersuit.sticky_actions_v0(smax_parallel_env("3m", unavailable_action="stop"), repeat_action_probability=0.9)
+    rng = np.random.default_rng(0)
+    for seed in (0, 1):
+        observations, _ = env.reset(seed=seed)
+        while env.agents:
+            actions = {a: int(rng.choice(np.flatnonzero(observations[a]["action_mask"]))) for a in env.agents}
+            observations, *_ = env.step(actions)

@@ -13,7 +13,8 @@ same info keys as ``step()`` (``battle_won``, ``dead_allies``, ``dead_enemies``,
 ``sc2_crashed``), so clients that build their info spec from ``reset()`` (TorchRL) see them all. The team reward is given to every agent. A win or a
 loss sets ``terminations``; the episode limit (or a StarCraft II crash, flagged
 ``infos[agent]["sc2_crashed"]``) sets ``truncations``. An agent is dead when only
-the no-op (action 0) is available, as in SMAC; it then leaves ``agents``.
+the no-op (action 0) is available, as in SMAC; it then leaves ``agents``. An action the agent's mask rules
+out is refused, as SMAC refuses it, unless ``unavailable_action="stop"`` (see ``UNAVAILABLE_ACTIONS``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from semzoo.errors import MissingDependency
 from semzoo.types import StateLayout
 
 NOOP_ACTION = 0
+STOP_ACTION = 1
+"""SMAC's stop: what a living unit does when it does nothing (the no-op, action 0, is for dead units only)."""
 SMAC_GIT_URL = "git+https://github.com/oxwhirl/smac.git"
 SMAC_INSTALL = f"pip install {SMAC_GIT_URL}"
 PAPER_SC2_VERSION = "4.6.2.69232"
@@ -45,6 +48,12 @@ UNBOUNDED = (-np.inf, np.inf)
 OBS_FORMATS = ("dict", "box")
 """``dict``: observation {"observation", "action_mask"}; ``box``: the flat observation, the mask in the infos."""
 ENV_INFO_KEYS = ("n_agents", "n_actions", "obs_shape", "state_shape", "episode_limit")
+UNAVAILABLE_ACTIONS = ("error", "stop")
+"""What ``step`` does with an action a living agent's mask rules out. ``error`` (the default): a ValueError naming
+the agent, as SMAC's ``StarCraft2Env`` asserts that every action is available. ``stop``: the unit plays its no-op,
+SMAC's stop (action 1), instead; for pipelines that sample actions without the mask (PettingZoo's
+``parallel_seed_test``, its ``parallel_api_test`` on box observations, SuperSuit's ``sticky_actions_v0``). An
+action outside the action space is refused either way."""
 
 
 class SMACUnavailableError(MissingDependency, RuntimeError):
@@ -73,6 +82,13 @@ def check_obs_format(obs_format: Any) -> None:
     if obs_format not in OBS_FORMATS:
         raise ValueError(f"obs_format={obs_format!r}: expected 'dict' (observation and action_mask) or 'box' "
                          "(flat observation, mask in infos[agent]['action_mask'])")
+
+
+def check_unavailable_action(unavailable_action: Any) -> None:
+    """ValueError unless ``unavailable_action`` is one of ``UNAVAILABLE_ACTIONS``."""
+    if unavailable_action not in UNAVAILABLE_ACTIONS:
+        raise ValueError(f"unavailable_action={unavailable_action!r}: expected 'error' (refuse an action the mask rules "
+                         "out, as SMAC does) or 'stop' (the unit stops instead)")
 
 
 def _is_dead(avail_U: np.ndarray) -> bool:
@@ -109,14 +125,17 @@ class SMACParallelEnv(ParallelEnv):
         state_bounds: tuple[float, float] = UNBOUNDED,
         map_name: str | None = None,
         obs_format: str = "dict",
+        unavailable_action: str = "error",
     ) -> None:
         """``env``: the SMAC-API object, or a zero-argument factory returning one.
 
         ``unit_types``: each agent's unit type (names become ``stalker_0`` ...); default: the backend's
         ``get_unit_type_names()`` if it has one, else ``agent_<i>``. ``*_bounds``: Box limits.
-        ``obs_format``: ``"dict"`` or ``"box"`` (see ``OBS_FORMATS``).
+        ``obs_format``: ``"dict"`` or ``"box"`` (see ``OBS_FORMATS``). ``unavailable_action``: ``"error"`` or
+        ``"stop"`` (see ``UNAVAILABLE_ACTIONS``).
         """
         check_obs_format(obs_format)
+        check_unavailable_action(unavailable_action)
         if not hasattr(env, "step") and callable(env):
             env = env()
         missing = [m for m in ("reset", "step", "get_obs", "get_state", "get_avail_actions", "get_env_info")
@@ -136,6 +155,7 @@ class SMACParallelEnv(ParallelEnv):
         self.map_name = map_name
         self.state_layout = _state_layout(env, self.n_agents)
         self.obs_format = obs_format
+        self.unavailable_action = unavailable_action
         self.render_mode = None
         if unit_types is None and callable(getattr(env, "get_unit_type_names", None)):
             unit_types = env.get_unit_type_names()
@@ -198,7 +218,7 @@ class SMACParallelEnv(ParallelEnv):
         if missing:
             raise ValueError(f"no action for live agents {missing}; every agent in env.agents needs an action")
         # Dead agents (not in self.agents) get the no-op, as SMAC requires.
-        action_list = [int(actions[a]) if a in self.agents else NOOP_ACTION for a in self.possible_agents]
+        action_list = [self._playable(a, actions[a]) if a in self.agents else NOOP_ACTION for a in self.possible_agents]
         reward, terminated, info = self.smac_env.step(action_list)
         self._steps += 1
         live_before = self.agents
@@ -242,6 +262,21 @@ class SMACParallelEnv(ParallelEnv):
         return dict(self.smac_env.get_stats())
 
     # --- helpers -----------------------------------------------------------------------------------
+    def _playable(self, agent: str, action: Any) -> int:
+        """The SMAC action ``agent`` plays for ``action``: itself when its mask allows it, else stop
+        (``unavailable_action="stop"``) or a ValueError naming the agent."""
+        u = int(action)
+        if not 0 <= u < self.n_actions:
+            raise ValueError(f"{agent}: action {u} is outside its action space Discrete({self.n_actions}); expected "
+                             f"0 to {self.n_actions - 1}")
+        if self._masks[agent][u]:
+            return u
+        if self.unavailable_action == "stop":
+            return STOP_ACTION
+        raise ValueError(f"{agent} cannot take action {u}; available: {np.flatnonzero(self._masks[agent]).tolist()}; "
+                         "choose from its action_mask, or pass unavailable_action='stop' to make an unavailable "
+                         "action stop the unit")
+
     def _read_backend(self) -> tuple[np.ndarray, np.ndarray]:
         """Cache every agent's observation (in ``obs_format``), mask and the state; return obs [A, O], avail [A, U]."""
         obs_AO = np.asarray(self.smac_env.get_obs(), dtype=np.float32).reshape(self.n_agents, self.obs_dim)
@@ -381,17 +416,21 @@ def make_sc2_env(map_name: str, **kwargs: Any) -> Any:
     return starcraft2env(map_name=map_name, **kwargs)
 
 
-def parallel_env(map_name: str, *, obs_format: str = "dict", **kwargs: Any) -> SMACParallelEnv:
+def parallel_env(map_name: str, *, obs_format: str = "dict", unavailable_action: str = "error",
+                 **kwargs: Any) -> SMACParallelEnv:
     """A PettingZoo ParallelEnv with ``state()`` over StarCraft II SMAC ``map_name`` (env id ``smac:<map>``).
 
-    ``obs_format``: ``"dict"`` or ``"box"`` (see ``OBS_FORMATS``); ``kwargs`` go to ``StarCraft2Env``
-    (e.g. ``seed``, ``continuing_episode``, ``difficulty``).
+    ``obs_format``: ``"dict"`` or ``"box"`` (see ``OBS_FORMATS``); ``unavailable_action``: ``"error"`` or ``"stop"``
+    (see ``UNAVAILABLE_ACTIONS``); ``kwargs`` go to ``StarCraft2Env`` (e.g. ``seed``, ``continuing_episode``,
+    ``difficulty``).
     """
     check_obs_format(obs_format)
+    check_unavailable_action(unavailable_action)
     backend = make_sc2_env(map_name, **kwargs)
     known = SMAC_MAPS.get(map_name)
     unit_types = known.agent_unit_types() if known is not None else None
-    return SMACParallelEnv(backend, unit_types=unit_types, map_name=map_name, obs_format=obs_format)
+    return SMACParallelEnv(backend, unit_types=unit_types, map_name=map_name, obs_format=obs_format,
+                           unavailable_action=unavailable_action)
 
 
 __all__ = [
@@ -399,6 +438,7 @@ __all__ = [
     "SMACUnavailableError",
     "agent_names_for",
     "check_obs_format",
+    "check_unavailable_action",
     "make_sc2_env",
     "parallel_env",
 ]

@@ -46,6 +46,7 @@ from semzoo.analysis.report import (
     load_runs,
     metric_note,
     metric_panels,
+    mixed_code,
     resolve_metric,
     score_table,
     table_markdown,
@@ -792,7 +793,8 @@ def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None
         at, steps_note = default_steps(runs, metric)
         notes.append(steps_note)
     check_steps(runs, metric, at)
-    for note in notes:
+    code_lines = mixed_code(runs)
+    for note in [*notes, *code_lines]:
         if note:
             echo(note)
     out = Path(out) if out is not None else Path(root) / "report"
@@ -806,6 +808,10 @@ def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None
                 f"(rliable, {reps} replications, seed {BOOTSTRAP_SEED}); across envs, each algorithm uses the same "
                 "number of seeds on every env (the smallest count, lowest seeds first). A run's score at a step is "
                 "the evaluation scheduled for it (the first from that step up to the next test interval)."]
+    if code_lines:
+        sections += ["", "## Runs of one group from different code", "",
+                     "Each run's `provenance.json` names the semzoo commit of every session (its start and each "
+                     "resume); these groups hold runs of more than one:", "", *(f"- {line}" for line in code_lines)]
     for step in at:
         echo(f"bootstrapping {metric} at {step:,} env steps ({len(runs)} runs, {reps} replications)")
         rows = aggregates(runs, metric_at(metric, step), step, reps)

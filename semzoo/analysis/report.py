@@ -39,9 +39,12 @@ from semzoo.runfiles import (
     CONFIG_FILE,
     METRIC_FIELDS,
     METRICS_FILE,
+    PROVENANCE_FILE,
+    UNKNOWN_COMMIT,
     env_label,
     read_metrics,
     read_run_config,
+    run_commits,
     run_labels,
 )
 
@@ -83,6 +86,8 @@ class RunSeries:
     test_interval: int | None = None
     """The run's ``test_interval``: evaluations are read at the step they were scheduled for (module docstring)."""
     config: TrainConfig | None = None
+    commits: list[str] = field(default_factory=list)
+    """The semzoo commits its sessions ran (``runfiles.run_commits``); [] for a run without ``provenance.json``."""
 
     def value_at(self, name: str, step: int) -> float:
         """The metric at ``step`` (module docstring); NaN if the run did not train to ``step`` or has none."""
@@ -172,7 +177,7 @@ def load_run(run_dir: Path) -> RunSeries:
         metrics[name] = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.float64))
     last = max((r["env_steps"] for r in rows), default=0)
     return RunSeries(run_dir=run_dir, env=env_label(config), algo=config.algo, seed=config.seed, last_step=last,
-                     metrics=metrics, test_interval=config.test_interval, config=config)
+                     metrics=metrics, test_interval=config.test_interval, config=config, commits=run_commits(run_dir))
 
 
 DEFAULT_METRICS = ("test_win_rate", "test_return_mean")
@@ -230,6 +235,43 @@ def _grouped(runs: Iterable[RunSeries]) -> dict[str, dict[str, list[RunSeries]]]
 def last_logged(run: RunSeries, metric: str) -> int:
     """The last env step at which ``run`` logged ``metric`` (0 when it never did)."""
     return int(run.metrics[metric][0][-1]) if metric in run.metrics and len(run.metrics[metric][0]) else 0
+
+
+COMMIT_CHARS = 10
+"""Characters of a commit hash that a report shows."""
+DIRTY = "-dirty"
+"""What ``runfiles.run_commits`` appends to a commit whose checkout had uncommitted changes."""
+
+
+def _short_commit(commit: str) -> str:
+    if commit == UNKNOWN_COMMIT:
+        return "no commit recorded"
+    dirty = commit.endswith(DIRTY)
+    return commit.removesuffix(DIRTY)[:COMMIT_CHARS] + (DIRTY if dirty else "")
+
+
+def mixed_code(runs: Iterable[RunSeries]) -> list[str]:
+    """One line per group of runs (env and label) that come from more than one known semzoo commit, naming each
+    commit with its runs' seeds (a run resumed under another commit is named under each); [] where none does.
+
+    A commit whose checkout had uncommitted changes (``-dirty``) counts as another. Runs that record no commit
+    (made before ``provenance.json``, or where git could not tell) are named, but cannot make a group mixed.
+    """
+    lines = []
+    for env, by_algo in _grouped(runs).items():
+        for algo, seeds in by_algo.items():
+            by_commit: dict[str, list[int]] = defaultdict(list)
+            for run in seeds:
+                for commit in run.commits or [UNKNOWN_COMMIT]:
+                    by_commit[commit].append(run.seed)
+            known = [commit for commit in by_commit if commit != UNKNOWN_COMMIT]
+            if len(known) < 2:
+                continue
+            parts = [f"{_short_commit(commit)} (seed{'s' if len(seeds_of) > 1 else ''} {', '.join(map(str, seeds_of))})"
+                     for commit, seeds_of in by_commit.items()]
+            lines.append(f"{env} {algo}: its runs come from {len(known)} semzoo commits, {'; '.join(parts)}: "
+                         f"compare them knowing the code changed (each run's {PROVENANCE_FILE})")
+    return lines
 
 
 def common_last_step(runs: Sequence[RunSeries]) -> int:

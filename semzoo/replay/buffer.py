@@ -357,6 +357,15 @@ class EpisodeReplayBuffer:
         self.store["state_keys"][slots] = state_keys[real.to(state_keys.device)].to(self.device, torch.int32)
 
 
+def packed_nbytes(*, n_agents: int, obs_dim: int, state_dim: int, n_actions: int, slots: int, episodes: int) -> int:
+    """Bytes of ``state_dict``'s packed copy of ``episodes`` stored episodes holding ``slots`` real slots (their steps
+    plus one each): float32 observations and states and bool masks per slot, int64 actions, float32 reward and bool
+    terminated per step, an int64 length per episode (the types of 0.3, whatever the store's)."""
+    per_slot = 4 * (n_agents * obs_dim + state_dim) + n_agents * n_actions
+    per_step = 8 * n_agents + 4 + 1
+    return slots * per_slot + (slots - episodes) * per_step + 8 * episodes
+
+
 def growth_transient_bytes(field_bytes: dict[str, int], old_slots: int) -> int:
     """Most bytes a growth from ``old_slots`` holds beyond the new store: the old copy of its largest field."""
     return max(field_bytes.values()) * old_slots

@@ -3,7 +3,11 @@
     replay buffer   expected: ``buffer_size`` episodes of the env's typical length (``TYPICAL_LENGTH``, else
                     the limit); worst: every episode at the limit, or every env step the run can play
                     (``steps`` plus two iterations' overshoot), whichever is less, with the store's growth
-                    slack and the old copy of one field during its last growth (``semzoo.replay.buffer``)
+                    slack (``semzoo.replay.buffer``)
+    its copies      while a checkpoint is saved, the packed copy of the stored episodes (``state_dict``; a resume
+                    holds the same payload while it refills the buffer); while the store grows, the old copy of
+                    one field. Never at the same moment, and the runs of a ``--seeds`` group save (and grow) one
+                    after another: the larger of the two is counted once per group, not per run
     episodic memory the registered memory's ``planned_nbytes`` at its largest (what ``semzoo memory-cost``
                     reports: SEM's table and V, EMC's index and curiosity, EMU's raw states and embedder ...)
     networks        the agent and mixer parameters, five copies (online, target, gradient, RMSprop state,
@@ -14,9 +18,11 @@
 
 Where: everything is counted in host memory, but for a replay buffer kept on a CUDA device (``learner.replay_device``
 'run' on a GPU run), which is counted against that device's free memory instead (``device_memory``), the plan saying
-so. Networks and batches on a GPU are still counted on the host, an over-estimate there.
+so; its growth's copy and the field a save gathers there before copying it to the host are counted there too, the
+checkpoint's packed copy on the host. Networks and batches on a GPU are still counted on the host, an over-estimate
+there.
 
-Policy: a run (or a ``--seeds`` group of K runs, K times one run) is refused (``check``: the CLI before it builds
+Policy: a run (or a ``--seeds`` group of K runs, K times one run plus one copy) is refused (``check``: the CLI before it builds
 anything, ``Trainer`` and ``MultiTrainer.create`` for runs started from Python) when its *worst case* exceeds
 ``MEMORY_MARGIN`` of the machine's available memory (``MemAvailable`` of /proc/meminfo, psutil elsewhere).
 Refusing on the worst case, not the expected size, is the simple rule that cannot end in the kernel's
@@ -38,7 +44,14 @@ from typing import Any
 import torch
 
 from semzoo.config import TrainConfig
-from semzoo.replay.buffer import FIRST_SLOT, grown_slots, growth_transient_bytes, slot_bytes, worst_case_slots
+from semzoo.replay.buffer import (
+    FIRST_SLOT,
+    grown_slots,
+    growth_transient_bytes,
+    packed_nbytes,
+    slot_bytes,
+    worst_case_slots,
+)
 from semzoo.run.device import resolve_device
 from semzoo.types import StateLayout
 
@@ -85,8 +98,31 @@ class MemoryPlanRefused(ValueError):
 
 
 @dataclass(frozen=True)
+class ReplayBytes:
+    """The replay buffer's bytes: its store (and ring index) expected and at its worst, and its copies."""
+
+    expected: int
+    worst: int
+    worst_slots: int
+    slot_bytes: int
+    """Bytes of one stored slot (every field, in the store's types)."""
+    growth_copy: int
+    """The old copy of the largest field during the store's last growth, at the worst case."""
+    checkpoint_copy: int
+    """A checkpoint's packed copy of the stored episodes (``state_dict``), at the worst case."""
+    growth_copy_expected: int
+    checkpoint_copy_expected: int
+    save_field_copy: int
+    """The largest field of the stored slots, gathered where the store lives while a checkpoint is saved."""
+
+
+@dataclass(frozen=True)
 class MemoryPlan:
-    """Bytes of one run's parts (``expected``/``worst`` where they differ) and of ``runs`` runs together."""
+    """Bytes of one run's parts (``expected``/``worst`` where they differ) and of ``runs`` runs together.
+
+    The replay buffer's copies (``ReplayBytes``) are counted once for the runs together: a checkpoint's packed copy
+    and a growth's copy never coincide, and the runs of a group save and grow one after another.
+    """
 
     runs: int
     replay_expected: int
@@ -97,6 +133,14 @@ class MemoryPlan:
     networks: int
     collector: int
     overhead: int
+    growth_copy: int = 0
+    """The replay buffer's store: the old copy of one field during its last growth (worst case)."""
+    checkpoint_copy: int = 0
+    """A checkpoint's packed copy of the stored episodes, in host memory (worst case)."""
+    growth_copy_expected: int = 0
+    checkpoint_copy_expected: int = 0
+    save_field_copy: int = 0
+    """One field of the stored slots gathered on the store's device by a save (counted there for a buffer on a GPU)."""
     updates_per_episode: float = 1.0
     """Gradient updates per collected episode: memory does not grow with it, the time of a run does (about in
     proportion to the learning share of its time), so the plan names it beside the bytes."""
@@ -121,22 +165,45 @@ class MemoryPlan:
         return replay + self.table + self.networks + self.collector + self.overhead
 
     @property
+    def copy_worst(self) -> int:
+        """Host bytes of the replay buffer's largest copy, once for the runs: a checkpoint's packed copy, or (for a
+        buffer on the host) a growth's copy where that is larger."""
+        return self.checkpoint_copy if self.replay_on_device else max(self.checkpoint_copy, self.growth_copy)
+
+    @property
+    def copy_expected(self) -> int:
+        """``copy_worst`` at the replay buffer's expected size."""
+        if self.replay_on_device:
+            return self.checkpoint_copy_expected
+        return max(self.checkpoint_copy_expected, self.growth_copy_expected)
+
+    @property
+    def copy_name(self) -> str:
+        """What ``copy_worst`` is: ``checkpoint copy`` or ``growth copy``."""
+        return "growth copy" if self.copy_worst > self.checkpoint_copy else "checkpoint copy"
+
+    @property
+    def device_copy_worst(self) -> int:
+        """Device bytes of the largest copy of a replay buffer kept there, once for the runs (0 on the host)."""
+        return max(self.growth_copy, self.save_field_copy) if self.replay_on_device else 0
+
+    @property
     def expected(self) -> int:
-        return self.runs * self.run_expected
+        return self.runs * self.run_expected + self.copy_expected
 
     @property
     def worst(self) -> int:
-        return self.runs * self.run_worst
+        return self.runs * self.run_worst + self.copy_worst
 
     @property
     def device_expected(self) -> int:
         """Device bytes of the runs' replay buffers, expected (0 when they are on the host)."""
-        return self.runs * self.replay_expected if self.replay_on_device else 0
+        return self.runs * self.replay_expected + self.growth_copy_expected if self.replay_on_device else 0
 
     @property
     def device_worst(self) -> int:
-        """Device bytes of the runs' replay buffers, worst case (0 when they are on the host)."""
-        return self.runs * self.replay_worst if self.replay_on_device else 0
+        """Device bytes of the runs' replay buffers and their largest copy, worst case (0 when they are on the host)."""
+        return self.runs * self.replay_worst + self.device_copy_worst if self.replay_on_device else 0
 
     def line(self, available: int | None, device_available: int | None = None) -> str:
         """One line: the parts, the totals and what the machine (and the replay buffer's device) has."""
@@ -144,7 +211,8 @@ class MemoryPlan:
         where = f" on {self.replay_device}" if self.replay_on_device else ""
         text = (f"memory plan: {runs}(replay buffer{where} {gb(self.replay_expected)} expected, {gb(self.replay_worst)} "
                 f"worst; episodic memory {gb(self.table)}; networks {gb(self.networks)}; collector "
-                f"{gb(self.collector)}) = {gb(self.expected)} expected, {gb(self.worst)} worst")
+                f"{gb(self.collector)}) + {self.copy_name} {gb(self.copy_worst)} = {gb(self.expected)} expected, "
+                f"{gb(self.worst)} worst")
         text += " in host memory" if self.replay_on_device else ""
         text += f" of {gb(available)} available" if available is not None else ""
         if self.replay_on_device:
@@ -178,8 +246,8 @@ def _store_sizes(used: int, max_t: int, worst: int) -> tuple[int, int]:
     return slots, before
 
 
-def replay_bytes(sizes: EnvSizes, config: TrainConfig, *, key_words: int) -> tuple[int, int, int, int]:
-    """(expected, worst, worst slots, bytes per slot) of the run's replay buffer."""
+def replay_bytes(sizes: EnvSizes, config: TrainConfig, *, key_words: int) -> ReplayBytes:
+    """The run's replay buffer: its store expected and at its worst, and its copies (``ReplayBytes``)."""
     t = sizes.episode_limit
     fields = slot_bytes(n_agents=sizes.n_agents, obs_dim=sizes.obs_dim, state_dim=sizes.state_dim,
                         n_actions=sizes.n_actions, state_key_words=key_words, store_dtype=config.learner.replay_dtype)
@@ -194,11 +262,24 @@ def replay_bytes(sizes: EnvSizes, config: TrainConfig, *, key_words: int) -> tup
     before = min(structural, FIRST_SLOT + most_used + 2 * (t + 1))
     worst_slots = grown_slots(before, before, structural)
     typical = min(TYPICAL_LENGTH.get(config.env, t), t)
-    expected_used = min(capacity * (typical + 1), played + min(capacity, played // max(typical, 1)))
-    expected_slots, _ = _store_sizes(expected_used, t, worst_slots)
+    expected_episodes = min(capacity, played // max(typical, 1))
+    expected_used = min(capacity * (typical + 1), played + expected_episodes)
+    expected_slots, expected_before = _store_sizes(expected_used, t, worst_slots)
     index = 2 * 8 * capacity  # offsets and lengths, int64
-    worst = worst_slots * per_slot + growth_transient_bytes(fields, before) + index
-    return expected_slots * per_slot + index, worst, worst_slots, per_slot
+
+    def packed(slots: int, episodes: int) -> int:
+        return packed_nbytes(n_agents=sizes.n_agents, obs_dim=sizes.obs_dim, state_dim=sizes.state_dim,
+                             n_actions=sizes.n_actions, slots=slots, episodes=max(1, min(episodes, slots)))
+
+    # A checkpoint packs the stored slots; fewer episodes in as many slots means more steps (of the larger size):
+    # the worst case holds episodes at the limit.
+    return ReplayBytes(expected=expected_slots * per_slot + index, worst=worst_slots * per_slot + index,
+                       worst_slots=worst_slots, slot_bytes=per_slot,
+                       growth_copy=growth_transient_bytes(fields, before),
+                       checkpoint_copy=packed(most_used, most_used // (t + 1)),
+                       growth_copy_expected=growth_transient_bytes(fields, expected_before),
+                       checkpoint_copy_expected=packed(expected_used, expected_episodes),
+                       save_field_copy=max(fields.values()) * most_used)
 
 
 def network_bytes(sizes: EnvSizes, config: TrainConfig) -> int:
@@ -255,10 +336,13 @@ def plan(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1, device: torch.d
     """The memory plan of ``runs`` runs of ``config`` on ``device`` (None: ``config.device``; a ``--seeds`` group: K
     times one run)."""
     table, key_words = table_bytes(sizes, config)
-    expected, worst, worst_slots, per_slot = replay_bytes(sizes, config, key_words=key_words)
-    return MemoryPlan(runs=runs, replay_expected=expected, replay_worst=worst, replay_worst_slots=worst_slots,
-                      slot_bytes=per_slot, table=table, networks=network_bytes(sizes, config),
-                      collector=collector_bytes(sizes, config), overhead=RUN_OVERHEAD_BYTES,
+    replay = replay_bytes(sizes, config, key_words=key_words)
+    return MemoryPlan(runs=runs, replay_expected=replay.expected, replay_worst=replay.worst,
+                      replay_worst_slots=replay.worst_slots, slot_bytes=replay.slot_bytes, table=table,
+                      networks=network_bytes(sizes, config), collector=collector_bytes(sizes, config),
+                      overhead=RUN_OVERHEAD_BYTES, growth_copy=replay.growth_copy,
+                      checkpoint_copy=replay.checkpoint_copy, growth_copy_expected=replay.growth_copy_expected,
+                      checkpoint_copy_expected=replay.checkpoint_copy_expected, save_field_copy=replay.save_field_copy,
                       updates_per_episode=config.learner.updates_per_episode,
                       replay_device=replay_place(config, device))
 
@@ -330,15 +414,23 @@ def refusal(config: TrainConfig, sizes: EnvSizes, the_plan: MemoryPlan, availabl
 
     where = "" if on_host else f" on {r.replay_device}"
     buffer_where = f" on {r.replay_device}" if r.replay_on_device else ""
-    what = (f"{config.env} {config.algo} for {config.steps:,} steps needs up to {gb(need(r) // r.runs)} per run{where} "
+    per_run, copy = (r.run_worst, r.copy_worst) if on_host else (r.replay_worst, r.device_copy_worst)
+    copy_name = (("a checkpoint's copy of the replay buffer" if r.copy_name == "checkpoint copy"
+                  else "the replay buffer's copy while it grows") if on_host
+                 else "the replay buffer's copy of a field while it grows or is saved")
+    what = (f"{config.env} {config.algo} for {config.steps:,} steps needs up to {gb(per_run)} per run{where} "
             f"(replay buffer{buffer_where} worst case {gb(r.replay_worst)}: {config.learner.buffer_size:,} episodes, up "
-            f"to {r.replay_worst_slots:,} steps of {r.slot_bytes:,} bytes; expected {gb(r.replay_expected)})")
+            f"to {r.replay_worst_slots:,} steps of {r.slot_bytes:,} bytes; expected {gb(r.replay_expected)}), plus "
+            f"{gb(copy)} at a time for {copy_name} = {gb(need(r))}")
     options = []
-    limits = [budget // max(per_run, 1) for budget, per_run in ((host_budget, r.run_worst),
-                                                                (device_budget, r.replay_worst)) if budget is not None]
-    fit = min(limits)  # runs that fit both the host and the device
+    # runs that fit both the host and the device, the copy counted once for them all
+    limits = [max(0, budget - once) // max(each, 1)
+              for budget, each, once in ((host_budget, r.run_worst, r.copy_worst),
+                                         (device_budget, r.replay_worst, r.device_copy_worst))
+              if budget is not None]
+    fit = min(limits)
     if r.runs > 1:
-        what = f"{r.runs} runs of {what} = {gb(need(r))}"
+        what = f"{r.runs} runs of {what}"
         options.append(f"{fit} runs fit (give --seeds 0-{fit - 1})" if fit > 0 else "not even one run fits")
     if r.runs == 1 or fit > 0:
         size = _largest_buffer_that_fits(config, sizes, fits, r.runs, device)
@@ -392,5 +484,5 @@ def peak_rss_bytes() -> int:
     return int(rss if sys.platform == "darwin" else rss * 1024)
 
 
-__all__ = ["HOST", "EnvSizes", "MemoryPlan", "MemoryPlanRefused", "available_memory", "check", "device_memory",
+__all__ = ["HOST", "EnvSizes", "MemoryPlan", "MemoryPlanRefused", "ReplayBytes", "available_memory", "check", "device_memory",
            "env_sizes", "peak_rss_bytes", "plan", "refusal", "replay_place"]

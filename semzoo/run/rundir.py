@@ -17,8 +17,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from semzoo.config import TrainConfig
 from semzoo.run.checkpoint import CheckpointError, CheckpointManager, load_checkpoint, save_checkpoint, write_atomic
+from semzoo.run.provenance import write_provenance
 from semzoo.runfiles import (
     BEST_FILE,
     CONFIG_FILE,
@@ -260,11 +263,13 @@ def new_run_dir(config: TrainConfig) -> Path:
 
 
 def open_run_dir(run_dir: Path, config: TrainConfig, best: dict[str, Any] | None, *, resumed: bool, env_steps: int,
-                 tensorboard: bool) -> MetricsLogger:
-    """Write a run's config.json and ``best.ckpt`` as of ``best`` (a resumed run's checkpoint may be older than the
-    file a killed run left), remove ``final.json``, and open metrics.csv (appended to when ``resumed``) with its
-    TensorBoard events when ``tensorboard`` is installed and asked for."""
+                 tensorboard: bool, device: torch.device) -> MetricsLogger:
+    """Write a run's config.json, its ``provenance.json`` (a resumed run's gets this session's record added) and
+    ``best.ckpt`` as of ``best`` (a resumed run's checkpoint may be older than the file a killed run left), remove
+    ``final.json``, and open metrics.csv (appended to when ``resumed``) with its TensorBoard events when
+    ``tensorboard`` is installed and asked for."""
     write_atomic(run_dir / CONFIG_FILE, json.dumps(config.to_dict(), indent=2).encode())
+    write_provenance(run_dir, device, resumed=resumed, env_steps=env_steps)
     (run_dir / FINAL_FILE).unlink(missing_ok=True)
     write_best(run_dir, best)
     logger = MetricsLogger(run_dir / METRICS_FILE, fresh=not resumed)

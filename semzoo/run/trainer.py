@@ -149,7 +149,8 @@ class Trainer:
             self._build(_checkpoint)
             if self.run_dir is not None:
                 self.logger = open_run_dir(self.run_dir, config, self.best.payload(config), resumed=_checkpoint is not None,
-                                           env_steps=self.counters.env_steps, tensorboard=tensorboard)
+                                           env_steps=self.counters.env_steps, tensorboard=tensorboard,
+                                           device=self.device)
         except BaseException:
             self.close()
             raise
