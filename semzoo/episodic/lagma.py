@@ -465,7 +465,8 @@ class LAGMAMemory(Memory):
             self.optimizer.step()  # no clip: LAGMA's clip_grad_norm_ runs before backward, on zeroed gradients
         self.trainings += 1
         self.window_trainings += 1
-        self.window_losses += np.array([float(total)] + [float(parts[name].mean()) for name in LOSS_NAMES[1:]])
+        self.window_losses += np.array([float(total.detach())]
+                                       + [float(parts[name].detach().mean()) for name in LOSS_NAMES[1:]])
 
     # ----- the update: phase 2 (tensor ops only) ---------------------------------------------------------------
     def intrinsic_reward(self, lookup: LAGMALookup, clean: CleanBatch,
