@@ -48,7 +48,8 @@ app = typer.Typer(
     cls=_Commands,
     name="semzoo",
     help="State-based episodic memory for cooperative multi-agent RL: train VDN, QMIX, QPLEX and CW/OW-QMIX, "
-    "each alone or with an episodic memory (SEM, SAEM, EMC, EMU; mc- the own-return ablation), on matrix games, MPE, SMAX and SMAC.",
+    "each alone or with an episodic memory (SEM, SAEM, EMC, EMU, LAGMA; mc- the own-return ablation), on matrix games, MPE, SMAX "
+    "and SMAC.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
