@@ -273,5 +273,5 @@ def episodic_target(memory: Memory, clean: CleanBatch, y_BT: torch.Tensor, next_
                                      miss_rule=miss_rule)
 
 
-__all__ = ["NO_MEMORY", "Memory", "MemoryDoesNotFitEnv", "episodic_target", "make_memory", "memory_class", "memory_names", "memory_of",
-           "register_memory"]
+__all__ = ["NO_MEMORY", "Memory", "MemoryDoesNotFitEnv", "episodic_target", "make_memory", "memory_class",
+           "memory_names", "memory_of", "register_memory"]
