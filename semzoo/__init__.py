@@ -20,7 +20,8 @@ _HOMES = {
     "Policy": "semzoo.agents.policy", "load_policy": "semzoo.agents.policy",
     "Algorithm": "semzoo.algos", "algorithm_ids": "semzoo.algos", "register_algorithm": "semzoo.algos",
     "AgentConfig": "semzoo.config", "CuriosityConfig": "semzoo.config", "EMCConfig": "semzoo.config",
-    "EMUConfig": "semzoo.config", "ExplorationConfig": "semzoo.config", "LearnerConfig": "semzoo.config",
+    "EMUConfig": "semzoo.config", "ExplorationConfig": "semzoo.config", "LAGMAConfig": "semzoo.config",
+    "LearnerConfig": "semzoo.config",
     "MemoryConfig": "semzoo.config", "MixerConfig": "semzoo.config", "TrainConfig": "semzoo.config",
     "make_env": "semzoo.envs.registry", "register_env": "semzoo.envs.registry",
     "Memory": "semzoo.episodic.memory", "memory_names": "semzoo.episodic.memory",
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
         EMCConfig,
         EMUConfig,
         ExplorationConfig,
+        LAGMAConfig,
         LearnerConfig,
         MemoryConfig,
         MixerConfig,
@@ -69,7 +71,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "AgentConfig", "Algorithm", "CuriosityConfig", "EMCConfig", "EMUConfig", "ExplorationConfig", "LearnerConfig", "Memory", "MemoryConfig", "Mixer", "MixerConfig",
+    "AgentConfig", "Algorithm", "CuriosityConfig", "EMCConfig", "EMUConfig", "ExplorationConfig", "LAGMAConfig", "LearnerConfig",
+    "Memory", "MemoryConfig", "Mixer", "MixerConfig",
     "Policy", "TrainConfig", "Trainer", "__version__", "absolute_metric", "algorithm_ids", "evaluate_run", "load_policy", "make_env",
     "memory_names", "register_algorithm", "register_env", "register_memory", "register_mixer", "resume", "resume_seeds",
     "train", "train_seeds",

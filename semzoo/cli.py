@@ -49,7 +49,8 @@ app = typer.Typer(
     cls=_Commands,
     name="semzoo",
     help="State-based episodic memory for cooperative multi-agent RL: train VDN, QMIX, QPLEX and CW/OW-QMIX, "
-    "each alone or with an episodic memory (SEM, SAEM, EMC, EMU; mc- the own-return ablation), on matrix games, MPE, SMAX and SMAC.",
+    "each alone or with an episodic memory (SEM, SAEM, EMC, EMU, LAGMA; mc- the own-return ablation), on matrix games, MPE, SMAX "
+    "and SMAC.",
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -455,6 +456,7 @@ def _check_env(config: TrainConfig) -> None:
 
 def _memory_plan(config: TrainConfig, runs: int = 1, label: str = "") -> None:
     """Print the memory plan of ``runs`` runs of ``config`` (one line, stderr); exit 1 when its worst case cannot fit."""
+    from semzoo.episodic.memory import MemoryDoesNotFitEnv
     from semzoo.mixers.qplex import MissingStateLayout
     from semzoo.run import memory_plan
 
@@ -462,7 +464,7 @@ def _memory_plan(config: TrainConfig, runs: int = 1, label: str = "") -> None:
         plan, available, device_available = memory_plan.check(config, memory_plan.env_sizes(config), runs=runs)
     except memory_plan.MemoryPlanRefused as refused:
         fail(label + str(refused))
-    except MissingStateLayout as err:  # a flag (or preset) the env cannot serve: a usage error
+    except (MissingStateLayout, MemoryDoesNotFitEnv) as err:  # a flag (or preset) the env cannot serve: a usage error
         fail(label + str(err), USAGE_ERROR)
     typer.echo(label + plan.line(available, device_available), err=True)
 

@@ -238,6 +238,52 @@ class EMUConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class LAGMAConfig:
+    """LAGMA's latent goal-guided memory (Na and Moon, ICML 2024; semzoo.episodic.lagma): a VQ-VAE quantises states into
+    a codebook, each code keeps a moving average of the returns-to-go seen at it and the top-k code sequences that start
+    there; a step whose next state's code lies on a sampled sequence earns an incentive. Defaults: LAGMA's dense-reward
+    SMAC config (aailabkaist/LAGMA, LAGMA_v0_release/src/config/algs/lagma_sc2.yaml); its sparse-reward configs
+    (lagma_sc2_sparse_*.yaml) differ where a field's note says so."""
+
+    lagma_n_codes: int = ranged(64, AT_LEAST_ONE, "LAGMA uses 64 (lagma_sc2.yaml), 256 on sparse rewards")
+    """Codes in the codebook (LAGMA's n_codes)."""
+    lagma_latent_dim: int = ranged(8, AT_LEAST_ONE, "LAGMA uses 8; at most the env's state size")
+    """Size of a code and of the encoder's output (latent_dim); at most the env's state size."""
+    lagma_hidden_dim: int = ranged(64, AT_LEAST_ONE, "LAGMA uses 64")
+    """Width of the two hidden layers of the encoder and of the decoder (vae_hidden_dim)."""
+    lagma_lr: float = ranged(5e-4, POSITIVE, "LAGMA uses 5e-4")
+    """Adam learning rate of the VQ-VAE (LAGMA's VQ-VAE optimiser takes the learner's lr, 0.0005)."""
+    lagma_vq_coef: float = ranged(1.0, NON_NEGATIVE, "LAGMA uses 1.0 (lagma_sc2.yaml), 2.0 on sparse rewards")
+    """Weight of the codebook loss ||e(z) - sg(z)||^2 in the VQ-VAE's loss (vq_coef)."""
+    lagma_commit_coef: float = ranged(0.5, NON_NEGATIVE, "LAGMA uses 0.5 (lagma_sc2.yaml), 1.0 on sparse rewards")
+    """Weight of the commitment loss ||sg(e(z)) - z||^2 (commit_coef)."""
+    lagma_coverage_coef: float = ranged(0.5, NON_NEGATIVE, "LAGMA uses 0.5 (lagma_sc2.yaml), 1.0 on sparse rewards")
+    """Weight of the coverage loss: the mean ||sg(z_t) - e_j||^2 over the codes j assigned to time step t (coverage_coef)."""
+    lagma_vqvae_interval: int = ranged(10, AT_LEAST_ONE, "LAGMA uses 10 (lagma_sc2.yaml), 40 on sparse 3m and 2s3z")
+    """Episodes between two training steps of the VQ-VAE once lagma_start_steps have passed; before, every update
+    trains it (vqvae_update_interval)."""
+    lagma_codebook_interval: int = ranged(40, AT_LEAST_ONE, "LAGMA uses 40 (lagma_sc2.yaml), 10 on sparse 3m and 2s3z")
+    """Episodes between two writes of the sampled batch's returns-to-go into the codes' moving averages once
+    lagma_start_steps have passed (codebook_update_interval)."""
+    lagma_start_steps: int = ranged(50_000, NON_NEGATIVE, "LAGMA uses 50000")
+    """Env steps before the codes' values, the goal-reaching sequences and the incentive start; until then the VQ-VAE
+    trains at every update (buffer_update_time)."""
+    lagma_sequence_interval: int = ranged(5, AT_LEAST_ONE, "LAGMA uses 5")
+    """Every this many time steps of a sampled episode, its code sequence from there on joins the top-k of its first
+    code and a new reference sequence is drawn (trj_update_freq)."""
+    lagma_value_window: int = ranged(100, AT_LEAST_ONE, "LAGMA uses 100")
+    """Returns-to-go a code's moving average is taken over, the latest ones (n_max_code)."""
+    lagma_top_k: int = ranged(30, AT_LEAST_ONE, "LAGMA uses 30")
+    """Code sequences each code keeps: those of the highest returns-to-go from it (k_top_seq)."""
+    lagma_incentive: bool = True
+    """Add LAGMA's incentive gamma max(C(code(s')) - V(s'), 0) to the TD target where s' lies on a goal-reaching
+    sequence (goal_reward); off: the VQ-VAE and the codes' values only, for ablations."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True, kw_only=True)
 class LearnerConfig:
     """The TD loss and its optimiser (PyMARL q_learner defaults)."""
 
@@ -324,8 +370,8 @@ class TrainConfig:
     env_args: dict[str, Any] = field(default_factory=dict, metadata={FLAG: "env-arg"})
     """Keyword arguments for the environment factory."""
     algo: str = "sem-qmix"
-    """Algorithm id: <mixer> or <memory>-<mixer> with memory sem, saem, emc, emu or mc (the own-return ablation), mixers vdn, qmix, qplex, cw-qmix,
-    ow-qmix (`semzoo algos` lists them)."""
+    """Algorithm id: <mixer> or <memory>-<mixer> with memory sem, saem, emc, emu, lagma or mc (the own-return ablation),
+    mixers vdn, qmix, qplex, cw-qmix, ow-qmix (`semzoo algos` lists them)."""
     steps: int = ranged(100_000, NON_NEGATIVE)
     """Environment steps to train for."""
     seed: int = ranged(0, Range(low=0, high=2**32 - 1), "a 32-bit seed")
@@ -381,6 +427,8 @@ class TrainConfig:
     """EMC's episodic memory (emc- algorithms)."""
     emu: EMUConfig = field(default_factory=EMUConfig)
     """EMU's episodic memory (emu- algorithms)."""
+    lagma: LAGMAConfig = field(default_factory=LAGMAConfig)
+    """LAGMA's latent goal-guided memory (lagma- algorithms)."""
     exploration: ExplorationConfig = field(default_factory=ExplorationConfig)
     """The epsilon schedule."""
     runtime: Literal["pymarl", "semzoo-0.2"] = "pymarl"

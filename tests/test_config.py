@@ -17,6 +17,7 @@ from semzoo.config import (
     EMCConfig,
     EMUConfig,
     ExplorationConfig,
+    LAGMAConfig,
     LearnerConfig,
     MemoryConfig,
     MixerConfig,
@@ -49,7 +50,8 @@ def test_default_config_is_the_readmes_main_job():
 
 def test_sections_are_the_dataclass_fields_of_train_config():
     expected = {"agent": AgentConfig, "mixer": MixerConfig, "memory": MemoryConfig, "learner": LearnerConfig,
-                "curiosity": CuriosityConfig, "emc": EMCConfig, "emu": EMUConfig, "exploration": ExplorationConfig}
+                "curiosity": CuriosityConfig, "emc": EMCConfig, "emu": EMUConfig, "lagma": LAGMAConfig,
+                "exploration": ExplorationConfig}
     assert expected == SECTIONS
 
 

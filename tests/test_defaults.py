@@ -3,7 +3,7 @@
 Sources: the SEM paper (Ma & Li, 2021), its experiments section and its appendix ("Experimental settings" and the
 table of SEM's hyper-parameters); PyMARL's configs (oxwhirl/pymarl, src/config/default.yaml and algs/qmix.yaml),
 which the paper adopts for every common hyper-parameter; and the configs of the authors of QPLEX (wjh720/QPLEX),
-WQMIX (oxwhirl/wqmix), EMC (kikojay/EMC) and EMU (HyunghoNa/EMU). A changed default fails
+WQMIX (oxwhirl/wqmix), EMC (kikojay/EMC), EMU (HyunghoNa/EMU) and LAGMA (aailabkaist/LAGMA). A changed default fails
 ``test_default_is_its_sources_value[<key>]``. Every leaf of the config tree is either in ``PINNED`` or in
 ``NOT_FIXED`` (with why no source fixes it), so a new field fails until it is classified. The golden runs
 (tests/golden_runs.py) are the defaults plus named overrides, pinned here too: a default cannot change unseen by
@@ -31,6 +31,8 @@ EMC = "EMC kikojay/EMC pymarl/src/config/algs/EMC_sc2.yaml"
 EMC_CODE = "EMC kikojay/EMC code"
 EMU = "EMU HyunghoNa/EMU EMU_release_pymarl/src/config/algs/EMU_sc2.yaml"
 EMU_CODE = "EMU HyunghoNa/EMU code (EMU_release_pymarl)"
+LAGMA = "LAGMA aailabkaist/LAGMA LAGMA_v0_release/src/config/algs/lagma_sc2.yaml"
+LAGMA_CODE = "LAGMA aailabkaist/LAGMA code (LAGMA_v0_release/src)"
 
 PINNED: dict[str, tuple[Any, str]] = {
     # the test schedule
@@ -99,6 +101,22 @@ PINNED: dict[str, tuple[Any, str]] = {
     "emu.emu_flag_init_desirability": (False, f"{EMU}: flag_init_desirability False"),
     "mixer.qatten_heads": (4, f"{EMU}: n_head 4 (its Qatten coefficients)"),
     "mixer.qatten_reg": (0.001, f"{EMU}: attend_reg_coef 0.001 (its Qatten coefficients)"),
+    # LAGMA's memory (its dense-reward SMAC config; the sparse ones, lagma_sc2_sparse_*.yaml, are named in each field's note)
+    "lagma.lagma_n_codes": (64, f"{LAGMA}: n_codes 64"),
+    "lagma.lagma_latent_dim": (8, f"{LAGMA}: latent_dim 8"),
+    "lagma.lagma_hidden_dim": (64, f"{LAGMA}: vae_hidden_dim 64"),
+    "lagma.lagma_lr": (5e-4, f"{LAGMA_CODE}: learners/lagma_learner.py, the VQ-VAE's Adam at args.lr, 0.0005 "
+                             "(src/config/default.yaml)"),
+    "lagma.lagma_vq_coef": (1.0, f"{LAGMA}: vq_coef 1.0"),
+    "lagma.lagma_commit_coef": (0.5, f"{LAGMA}: commit_coef 0.5"),
+    "lagma.lagma_coverage_coef": (0.5, f"{LAGMA}: coverage_coef 0.5"),
+    "lagma.lagma_vqvae_interval": (10, f"{LAGMA}: vqvae_update_interval 10"),
+    "lagma.lagma_codebook_interval": (40, f"{LAGMA}: codebook_update_interval 40"),
+    "lagma.lagma_start_steps": (50_000, f"{LAGMA}: buffer_update_time 50000"),
+    "lagma.lagma_sequence_interval": (5, f"{LAGMA}: trj_update_freq 5"),
+    "lagma.lagma_value_window": (100, f"{LAGMA}: n_max_code 100"),
+    "lagma.lagma_top_k": (30, f"{LAGMA}: k_top_seq 30"),
+    "lagma.lagma_incentive": (True, f"{LAGMA}: goal_reward True"),
     # the runtime: PyMARL's episode runner, as the paper ran it (its appendix adopts PyMARL's defaults)
     "n_envs": (1, f"{PYMARL}: runner episode, batch_size_run 1 (one env, one episode at a time)"),
     "sequential": (True, "PyMARL oxwhirl/pymarl src/run.py: collect an episode, then train, one after the other"),

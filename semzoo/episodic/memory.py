@@ -9,6 +9,8 @@ The hooks, in the order a run calls them (shapes: B episodes, T steps, D state-k
 
     from_config(config, state_dim=, n_agents=, n_actions=,   build for a run (semzoo.algos.build)
                 obs_dim=)
+    check_env(config, state_dim=, ...)                       refuse settings the env's sizes rule out
+                                                             (MemoryDoesNotFitEnv), before a run is built
     planned_nbytes(config, ...), planned_state_key_words     its bytes and key-cache width before a run is built
                                                              (the memory plan, `semzoo memory-cost`)
     state_key_words, slot_state_keys(batch) -> [B,T+1,D]     the keys of stored steps, computed once when an
@@ -60,9 +62,13 @@ if TYPE_CHECKING:
 NO_MEMORY = "none"
 """The memory of a plain id (``qmix``): a name no memory can take."""
 _BUILTIN = {"sem": "semzoo.episodic.tables", "saem": "semzoo.episodic.tables", "emc": "semzoo.episodic.emc",
-            "emu": "semzoo.episodic.emu", "mc": "semzoo.episodic.mc"}
-"""The built-in memories by name (SEM, SAEM, EMC, EMU and the own-return ablation mc), and the module whose
+            "emu": "semzoo.episodic.emu", "lagma": "semzoo.episodic.lagma", "mc": "semzoo.episodic.mc"}
+"""The built-in memories by name (SEM, SAEM, EMC, EMU, LAGMA and the own-return ablation mc), and the module whose
 import registers each (its ``@register_memory``)."""
+
+
+class MemoryDoesNotFitEnv(ValueError):
+    """A memory setting that the env's sizes rule out (LAGMA's latent size above the state size): a usage error."""
 
 
 class Memory(ABC):
@@ -88,6 +94,12 @@ class Memory(ABC):
 
         ``obs_dim`` is one agent's observation size, for a memory that trains networks on the agents' inputs (curiosity).
         """
+
+    @classmethod
+    def check_env(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> None:
+        """Raise ``MemoryDoesNotFitEnv`` (one line: the value, the range the env allows, the fix) for a setting of
+        ``config`` that an env of these sizes rules out; ``from_config`` and the memory plan call it. Nothing by default."""
+        return None
 
     # ----- the plan: bytes before anything is allocated (semzoo.run.memory_plan, `semzoo memory-cost`) --------
     @classmethod
@@ -261,5 +273,5 @@ def episodic_target(memory: Memory, clean: CleanBatch, y_BT: torch.Tensor, next_
                                      miss_rule=miss_rule)
 
 
-__all__ = ["NO_MEMORY", "Memory", "episodic_target", "make_memory", "memory_class", "memory_names", "memory_of",
-           "register_memory"]
+__all__ = ["NO_MEMORY", "Memory", "MemoryDoesNotFitEnv", "episodic_target", "make_memory", "memory_class",
+           "memory_names", "memory_of", "register_memory"]

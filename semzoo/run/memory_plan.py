@@ -316,6 +316,8 @@ def table_bytes(sizes: EnvSizes, config: TrainConfig) -> tuple[int, int]:
     if not algo.has_memory:
         return 0, 0
     cls = memory_class(algo.memory)  # each memory plans its own bytes (Memory.planned_nbytes)
+    cls.check_env(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents, n_actions=sizes.n_actions,
+                  obs_dim=sizes.obs_dim)  # a setting the env rules out is refused here, before a run is built
     table = cls.planned_nbytes(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents, n_actions=sizes.n_actions,
                                obs_dim=sizes.obs_dim)
     return table, cls.planned_state_key_words(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents,
