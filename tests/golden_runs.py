@@ -66,7 +66,12 @@ Before that: 0.1's rows (Intel Xeon, unpinned) were kept, beside one per-CPU rec
 AMD EPYC, up to commit 4ae19ba; the pinned recording was made from that commit's code. It has the same
 env steps, episodes, updates and metric names in every row as both of those; only the values' last digits
 moved (by the ISA differences above).
-The fix of SEM-WQMIX's memory-term normalisation (issue 9) changed none of the entries; SEM-WQMIX's
+At 0.3 all 45 entries were re-recorded (commit a52a115): the paper's runtime became the default, and two of its
+parts reach the golden runs, whose overrides set ``n_envs`` and ``sequential`` but not these: the target syncs as
+PyMARL counts (``learner.target_count`` "pymarl": inside an update, one episode later than before, and not before
+learning starts) and a time limit is stored as terminal (``learner.timeout_as_terminal``; SMAX 3m's episodes end
+at the 60-step limit now and then); every entry also gained ``timeout_rate`` rows, the share of episodes a time
+limit ended. The fix of SEM-WQMIX's memory-term normalisation (issue 9) changed none of the entries; SEM-WQMIX's
 ``target_e_hit`` diagnostic rows were added to the twelve sem-/saem- cw-qmix/ow-qmix entries later, every
 other row unchanged. The rows come from the sequential loop (collect, then learn), so the golden runs set
 ``sequential``.
