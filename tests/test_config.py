@@ -9,8 +9,6 @@ import re
 import pytest
 from config_values import non_default_value
 
-from semzoo.presets import RUNTIMES
-
 from semzoo.config import (
     RANGE,
     SECTIONS,
@@ -26,6 +24,7 @@ from semzoo.config import (
     config_fields,
     field_docs,
 )
+from semzoo.presets import RUNTIMES
 
 FIELDS = config_fields()
 NUMERIC = [f for f in FIELDS if f.type in (int, float) or f.type == int | None]

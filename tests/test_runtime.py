@@ -24,13 +24,13 @@ def pymarl_target_syncs(episodes: int, *, batch_size: int, period: int) -> tuple
     count of collected episodes at each target sync, and the number of updates."""
     episode, last_sync, in_buffer, updates, syncs = 0, 0, 0, 0, []
     for _ in range(episodes):
-        in_buffer += 1  # runner.run(); buffer.insert_episode_batch
+        in_buffer += 1  # runner.run(); buffer.insert_episode_batch  # noqa: SIM113 (PyMARL's counters, as written there)
         if in_buffer >= batch_size:  # buffer.can_sample(batch_size)
             updates += 1  # learner.train(sample, t_env, episode)
             if (episode - last_sync) / period >= 1.0:
                 syncs.append(episode + 1)
                 last_sync = episode
-        episode += 1  # episode += batch_size_run
+        episode += 1  # episode += batch_size_run  # noqa: SIM113 (PyMARL's counter)
     return syncs, updates
 
 
