@@ -16,7 +16,8 @@ Observations are SMAX's unit-list observations (clipped to [-1, 1]); the
 state is SMAX's world state with positions scaled by the map size and weapon
 cooldowns scaled by the unit's cooldown, so every entry lies in [0, 1].
 The reward is SMAX's ally reward (enemy health fraction removed per step plus
-a win bonus of 1). Wins and losses terminate; SMAX's time limit truncates.
+a win bonus of 1), or one of the sparser rewards of ``REWARDS`` (``reward=``).
+Wins and losses terminate; SMAX's time limit truncates.
 """
 
 from __future__ import annotations
@@ -86,6 +87,20 @@ FIXED_START_SEED = 0
 """With ``fixed_starts``, every episode starts from the start state that SMAX's reset draws from this key: its
 spawn points plus one fixed draw of its start-position noise (units keep SMAX's spread, and stand where
 they stood in the last episode, as StarCraft II's SMAC maps spawn them)."""
+REWARDS = ("dense", "sparse", "deaths")
+"""The team reward per step (``reward=``):
+
+    dense   SMAX's own: enemy health removed / n_enemies, +1 at a win (SMAX's won_battle_bonus).
+    sparse  SMAC's reward_sparse=True with reward_scale=False (oxwhirl/smac starcraft2.py): 0 on every step,
+            +1 at a win, -1 at a defeat, 0 at a draw and at the time limit.
+    deaths  LAGMA's "sparse" SMAC (aailabkaist/LAGMA config/envs/sc2_sparse.yaml, reward_only_positive False, with
+            its starcraft2_LAGMA.py reward_battle): (10 per enemy killed - 5 per ally killed + 200 at a win)
+            x 20 / max_reward, max_reward = 10 n_enemies + 200 + the enemies' full health (SMAC's scale, the
+            episode's own units); no damage term, 0 at a defeat and at the time limit.
+"""
+DEATH_VALUE, WIN_VALUE, NEGATIVE_SCALE, SCALE_RATE = 10.0, 200.0, 0.5, 20.0
+"""SMAC's defaults that ``reward="deaths"`` uses: reward_death_value, reward_win, reward_negative_scale and
+reward_scale_rate (oxwhirl/smac starcraft2.py)."""
 RUN_OWNED_ARGS = {"seed": ("seeds its envs from the run's seed", "--seed"),
                   "episode_limit": ("passes its own episode limit to the envs", "--episode-limit")}
 """Arguments of ``parallel_env`` that a run sets from its config: (what the run does, the flag to use instead)."""
@@ -139,7 +154,8 @@ class _Core:
 _CORES: dict[tuple[Any, ...], _Core] = {}
 
 
-def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mode: str, fixed_starts: bool) -> _Core:
+def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mode: str, fixed_starts: bool,
+                reward_kind: str = "dense") -> _Core:
     scenario = map_name_to_scenario(map_name)
     env = HeuristicEnemySMAX(
         scenario=scenario, max_steps=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode
@@ -212,7 +228,7 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         # SMAX's own done flag comes one step late (it tests the limit before counting the step).
         truncated = (next_state.state.step >= episode_limit) & ~terminated
         won = enemies_dead & ~allies_dead
-        reward = rewards[env.agents[0]].astype(jnp.float32)
+        reward = _team_reward(reward_kind, env, state.state, next_state.state, rewards[env.agents[0]])
         dead_allies = jnp.sum(~alive[:n_allies])
         dead_enemies = jnp.sum(~alive[n_allies:])
         return strong((next_state, key)), reward, terminated, truncated, won, dead_allies, dead_enemies
@@ -278,6 +294,24 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
     )
 
 
+def _team_reward(kind: str, env: Any, before: Any, after: Any, dense: jax.Array) -> jax.Array:
+    """The team's reward for one step from SMAX's states before and after it (``REWARDS``; traced, ``kind`` static)."""
+    n_allies = env.num_allies
+    allies_dead = ~jnp.any(after.unit_alive[:n_allies])
+    enemies_dead = ~jnp.any(after.unit_alive[n_allies:])
+    won = (enemies_dead & ~allies_dead).astype(jnp.float32)
+    if kind == "sparse":
+        lost = (allies_dead & ~enemies_dead).astype(jnp.float32)
+        return won - lost  # a draw (both teams gone in one step) is neither, as in SMAC
+    if kind == "deaths":
+        killed = (before.unit_alive & ~after.unit_alive).astype(jnp.float32)
+        enemy_health = jnp.sum(env.unit_type_health[before.unit_types[n_allies:]])
+        max_reward = DEATH_VALUE * env.num_enemies + WIN_VALUE + enemy_health
+        deaths = DEATH_VALUE * jnp.sum(killed[n_allies:]) - DEATH_VALUE * NEGATIVE_SCALE * jnp.sum(killed[:n_allies])
+        return (deaths + WIN_VALUE * won) * SCALE_RATE / max_reward
+    return dense.astype(jnp.float32)
+
+
 def check_run_env_args(env_args: dict[str, Any]) -> None:
     """ValueError for an env arg of ``smax:<map>`` that a run sets from its own config (seed, episode_limit).
 
@@ -290,7 +324,10 @@ def check_run_env_args(env_args: dict[str, Any]) -> None:
                              f"{flag} {env_args[key]}")
 
 
-def _check_options(enemy_shoots: Any, attack_mode: Any, fixed_starts: Any = False) -> None:
+def _check_options(enemy_shoots: Any, attack_mode: Any, fixed_starts: Any = False, reward: Any = "dense") -> None:
+    if reward not in REWARDS:
+        raise ValueError(f"reward={reward!r}: expected one of {', '.join(REWARDS)}; pass reward=sparse for SMAC's "
+                         "+1 win / -1 defeat reward")
     if not isinstance(fixed_starts, bool):
         raise TypeError(f"fixed_starts={fixed_starts!r}: expected true or false; pass fixed_starts=true to start every "
                         "episode from the same state")
@@ -302,9 +339,9 @@ def _check_options(enemy_shoots: Any, attack_mode: Any, fixed_starts: Any = Fals
 
 
 def _core(map_name: str, episode_limit: int | None, enemy_shoots: bool, attack_mode: str,
-          fixed_starts: bool = False) -> _Core:
+          fixed_starts: bool = False, reward: str = "dense") -> _Core:
     """The cached compiled core for this configuration (jit caches live on it, so compile once per key)."""
-    _check_options(enemy_shoots, attack_mode, fixed_starts)
+    _check_options(enemy_shoots, attack_mode, fixed_starts, reward)
     _require_jaxmarl()
     if map_name not in MAP_NAME_TO_SCENARIO:
         raise UnknownMapError(
@@ -314,9 +351,9 @@ def _core(map_name: str, episode_limit: int | None, enemy_shoots: bool, attack_m
     limit = SMAX_DEFAULT_EPISODE_LIMIT if episode_limit is None else episode_limit
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"episode_limit must be a positive int, got {episode_limit!r}")
-    key = (map_name, limit, bool(enemy_shoots), attack_mode, fixed_starts)
+    key = (map_name, limit, bool(enemy_shoots), attack_mode, fixed_starts, reward)
     if key not in _CORES:
-        _CORES[key] = _build_core(map_name, limit, bool(enemy_shoots), attack_mode, fixed_starts)
+        _CORES[key] = _build_core(map_name, limit, bool(enemy_shoots), attack_mode, fixed_starts, reward)
     return _CORES[key]
 
 
@@ -335,10 +372,11 @@ class SMAXEnv:
         enemy_shoots: bool = True,
         attack_mode: str = "closest",
         fixed_starts: bool = False,
+        reward: str = "dense",
     ) -> None:
         self.map_name = map_name
         self._options: dict[str, Any] = {"episode_limit": episode_limit, "enemy_shoots": enemy_shoots,
-                                         "attack_mode": attack_mode, "fixed_starts": fixed_starts}
+                                         "attack_mode": attack_mode, "fixed_starts": fixed_starts, "reward": reward}
         """What ``_core`` is built from besides the map: a copy or an unpickled env rebuilds it from them."""
         self._core = _core(map_name, **self._options)
         self.n_agents = self._core.n_agents
@@ -506,6 +544,7 @@ class SMAXVecEnv:
         obs_format: str = "dict",
         fixed_starts: bool = False,
         unavailable_action: str = "error",
+        reward: str = "dense",
     ) -> None:
         """``obs_format`` is checked and otherwise unused: arrays have no per-agent format, and a run passes
         its ``smax:<map>`` env args (which may choose the format of ``parallel_env``) here.
@@ -515,7 +554,7 @@ class SMAXVecEnv:
         if not isinstance(n_envs, int) or n_envs < 1:
             raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
         self.map_name = map_name
-        self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode, fixed_starts)
+        self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode, fixed_starts, reward)
         self.n_envs = n_envs
         self.n_agents = self._core.n_agents
         self.obs_dim = self._core.obs_dim
@@ -807,6 +846,7 @@ def parallel_env(
     obs_format: str = "dict",
     fixed_starts: bool = False,
     unavailable_action: str = "error",
+    reward: str = "dense",
 ) -> SMACParallelEnv:
     """A PettingZoo ParallelEnv with ``state()`` over SMAX ``map_name`` (env id ``smax:<map>``).
 
@@ -817,12 +857,13 @@ def parallel_env(
     ``unavailable_action="stop"``: an action the agent's mask rules out stops the unit instead of raising
     (SMAC's behaviour, the default ``"error"``), for pipelines that sample without the mask
     (``semzoo.wrappers.smac.UNAVAILABLE_ACTIONS``).
+    ``reward``: "dense" (SMAX's own), "sparse" (SMAC's +1 win / -1 defeat) or "deaths" (LAGMA's; ``REWARDS``).
     """
     check_obs_format(obs_format)
     check_unavailable_action(unavailable_action)
     backend = SMAXEnv(
         map_name, seed=seed, episode_limit=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode,
-        fixed_starts=fixed_starts,
+        fixed_starts=fixed_starts, reward=reward,
     )
     return SMACParallelEnv(
         backend, obs_bounds=(OBS_LOW, OBS_HIGH), state_bounds=(STATE_LOW, STATE_HIGH), map_name=map_name,
