@@ -130,7 +130,7 @@ def test_a_run_directory_without_the_key_was_trained_sequentially_and_resumes_so
         del payload["config"]["sequential"]
         save_checkpoint(path, payload)
     assert load_run_config(old_dir).sequential is True
-    assert TrainConfig.from_dict(config).sequential is False  # a config given by a user takes the default
+    assert TrainConfig.from_dict(config).sequential is TrainConfig().sequential  # a user's config: the default
 
     resume(old_dir, steps=total, progress=False, tensorboard=False)
     assert comparable_rows(old_dir) == comparable_rows(straight_dir)
@@ -162,7 +162,7 @@ def test_an_exception_in_the_collecting_thread_is_raised_by_run(tmp_path, monkey
 
     monkeypatch.setattr(flaky_env.FlakyMatrixGame, "step", recording_step)
     config = TrainConfig(env="pz:flaky_env:climbing", env_args={"marker": str(tmp_path / "marker"), "fail_after": 12},
-                         algo="qmix", steps=400, n_envs=4, out=str(tmp_path), test_interval=10**9,
+                         algo="qmix", steps=400, n_envs=4, sequential=False, out=str(tmp_path), test_interval=10**9,
                          learner=LearnerConfig(batch_size=4, buffer_size=16))
     with pytest.raises(flaky_env.FlakyEnvError, match="injected failure after 12 steps"):
         train(config, progress=False, tensorboard=False)

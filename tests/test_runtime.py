@@ -30,7 +30,7 @@ def pymarl_target_syncs(episodes: int, *, batch_size: int, period: int) -> tuple
             if (episode - last_sync) / period >= 1.0:
                 syncs.append(episode + 1)
                 last_sync = episode
-        episode += 1  # episode += batch_size_run  # noqa: SIM113 (PyMARL's counter)
+        episode += 1  # episode += batch_size_run
     return syncs, updates
 
 

@@ -126,8 +126,10 @@ def test_packing_makes_one_task_per_cell_in_the_unpacked_run_directories(tmp_pat
     # A cell of several seeds takes the sequential loop, as every group of runs does; nothing else changes.
     for packed, trial in zip((t for c in cells for t in c.trials), trials):
         assert packed.config == dataclasses.replace(trial.config, sequential=True)
-    [alone] = pack_seeds(plan_trials(envs=ENVS[:1], algos=ALGOS[:1], seeds=[4], steps=STEPS, out=tmp_path))
-    assert not alone.trials[0].config.sequential  # one seed is the plain trial
+    [plain] = plan_trials(envs=ENVS[:1], algos=ALGOS[:1], seeds=[4], steps=STEPS, out=tmp_path,
+                          overrides={"sequential": False})
+    [alone] = pack_seeds([plain])
+    assert alone.trials[0].config == plain.config and not plain.config.sequential  # one seed is the plain trial
 
 
 CELL_SEEDS, CELL_STEPS = range(2), 100

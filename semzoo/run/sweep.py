@@ -142,7 +142,9 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
                 for seed in seeds:
                     data = {**apply_overrides(base, cell), "env": env, "algo": algo, "seed": int(seed),
                             "steps": steps, "out": str(out), "run_name": None,
-                            "pinned": sorted({*(overrides or {}), *cell})}  # set here: the runtime and preset keep off
+                            # set here: the runtime and the preset keep off them, as off flags typed in `train`
+                            "pinned": sorted({*(overrides or {}).get("pinned", ()), *(overrides or {}), *cell}
+                                             - {"pinned"})}
                     config = TrainConfig.from_dict(data)
                     parse_algorithm(config.algo)  # the algorithm table judges the id (TrainConfig knows no table)
                     resolved = config.to_dict()
