@@ -20,16 +20,18 @@ from semzoo.analysis.protocol import (
     PROFILE_FILE,
     REPORT_FILE,
     aggregates,
+    derived_merge_rate,
     improvements,
     iqm_curve,
     memory_pairs,
+    memory_use,
     metric_at,
     report,
     wall_costs,
 )
 from semzoo.analysis.report import default_steps, load_runs
 from semzoo.cli import app
-from semzoo.config import TrainConfig
+from semzoo.config import MemoryConfig, TrainConfig
 from semzoo.runfiles import METRIC_FIELDS
 
 REPS = 200
@@ -455,6 +457,41 @@ def test_runs_whose_metrics_hold_no_metric_say_so(tmp_path, command):
     assert result.exit_code == 1, result.output
     [line] = result.stderr.strip().splitlines()
     assert "logged )" not in line and "hold no metric rows" in line, line
+
+
+def write_memory_run(root, seed, capacity, rows):
+    """A sem-qmix run from before ``memory_merge_rate`` was logged: (env steps, entries, pending steps) per row."""
+    config = TrainConfig(env="smax:2s3z", algo="sem-qmix", seed=seed, steps=rows[-1][0],
+                         test_interval=TEST_INTERVAL, memory=MemoryConfig(capacity=capacity))
+    run_dir = root / f"smax_2s3z_sem-qmix_seed{seed}"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
+    with (run_dir / "metrics.csv").open("w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(METRIC_FIELDS)
+        for step, entries, pending in rows:
+            for name, value in (("memory_hit_rate", 0.9), ("memory_entries", entries),
+                                ("memory_pending_steps", pending)):
+                writer.writerow([step, step // 20, step // 20, 0.1, name, value])
+    return run_dir
+
+
+def test_memory_use_derives_the_merge_rate_of_a_run_that_did_not_log_it(tmp_path):
+    # seed 0: 1000 steps, 200 pending, so 800 writes into 780 entries: 20 merges, 2.5 %
+    write_memory_run(tmp_path, 0, 10_000, [(500, 300, 100), (1000, 780, 200)])
+    # seed 1: 1000 writes into 990 entries, 1 %
+    write_memory_run(tmp_path, 1, 10_000, [(1000, 990, 0)])
+    runs = {run.seed: run for run in load_runs(tmp_path)}
+    assert derived_merge_rate(runs[0]) == pytest.approx(0.025) and derived_merge_rate(runs[1]) == pytest.approx(0.01)
+    (use,) = memory_use(list(runs.values()))
+    assert use.figures["memory_merge_rate"] == pytest.approx((0.0175, 0.01, 0.025)) and use.derived_merge_runs == 2
+    # a table filled to its capacity may have evicted: its entries no longer count the distinct keys written
+    full = tmp_path / "full"
+    write_memory_run(full, 2, 780, [(500, 300, 100), (1000, 780, 200)])
+    (run,) = load_runs(full)
+    assert derived_merge_rate(run) is None
+    (use,) = memory_use([run])
+    assert "memory_merge_rate" not in use.figures and use.derived_merge_runs == 0
 
 
 # ----- threads: the report runs beside training runs --------------------------------------------------------------

@@ -338,7 +338,8 @@ MEMORY_DIAGNOSTICS = (("memory_hit_rate", "hit rate", "last"), ("memory_merge_ra
                       ("reward_incentive", "incentive, mean", "mean"), ("reward_curiosity", "curiosity, mean", "mean"))
 """The figures that show a memory acting (semzoo.episodic.tables.TableUsage): metric, column, how a run's rows
 become one number ("last": the last row, a rate since the run started, except the hit rate, that of its last
-window; "mean": the mean over the run's rows)."""
+window; "mean": the mean over the run's rows). A run from before ``memory_merge_rate`` was logged has its merge rate
+derived where it can be (``derived_merge_rate``)."""
 SELF_HIT_LIMIT = 0.01
 """A memory whose cross-hit rate stays below this answers almost only with the entry its own step wrote."""
 
@@ -352,6 +353,8 @@ class MemoryUse:
     runs: int
     figures: dict[str, tuple[float, float, float]]
     """metric -> (median, low, high) over runs."""
+    derived_merge_runs: int = 0
+    """Of the runs behind the merge rate, those whose rate is derived (``derived_merge_rate``), not logged."""
 
     @property
     def self_hits_only(self) -> bool:
@@ -360,24 +363,51 @@ class MemoryUse:
         return cross is not None and cross[2] < SELF_HIT_LIMIT
 
 
+def derived_merge_rate(run: RunSeries) -> float | None:
+    """The merge rate of a run that does not log ``memory_merge_rate`` but logs ``memory_entries`` and
+    ``memory_pending_steps``: (writes - entries) / writes, with writes = env steps - pending steps at the last row
+    that logs both (every step of a finished episode is written once its pending set is flushed).
+
+    Exact only while nothing was evicted, so None for a run whose entries reached the table's capacity
+    (``config.memory.capacity``), for a run without a config, or before its first write.
+    """
+    if run.config is None or "memory_entries" not in run.metrics or "memory_pending_steps" not in run.metrics:
+        return None
+    entry_steps, entries = run.metrics["memory_entries"]
+    pending_at, pending = run.metrics["memory_pending_steps"]
+    both = np.intersect1d(entry_steps, pending_at)
+    if not both.size or float(np.max(entries)) >= run.config.memory.capacity:
+        return None
+    step = both[-1]
+    stored = float(entries[int(np.searchsorted(entry_steps, step, side="right")) - 1])
+    writes = float(step) - float(pending[int(np.searchsorted(pending_at, step, side="right")) - 1])
+    return (writes - stored) / writes if writes > 0 else None
+
+
 def memory_use(runs: Sequence[RunSeries]) -> list[MemoryUse]:
-    """The memory diagnostics of every (env, algo) whose runs log any (``MEMORY_DIAGNOSTICS``)."""
+    """The memory diagnostics of every (env, algo) whose runs log any (``MEMORY_DIAGNOSTICS``); the merge rate of a
+    run that does not log it is derived where it can be (``derived_merge_rate``)."""
     values: dict[tuple[str, str], dict[str, list[float]]] = {}
     counts: dict[tuple[str, str], int] = {}
+    derived: dict[tuple[str, str], int] = {}
     for run in runs:
         figures = {}
         for name, _, how in MEMORY_DIAGNOSTICS:
             if name in run.metrics and len(run.metrics[name][1]):
                 row_values = run.metrics[name][1]
                 figures[name] = float(row_values[-1] if how == "last" else np.mean(row_values))
+        key = (run.env, run.algo)
+        if "memory_merge_rate" not in figures and (merge := derived_merge_rate(run)) is not None:
+            figures["memory_merge_rate"] = merge
+            derived[key] = derived.get(key, 0) + 1
         if not figures:
             continue
-        key = (run.env, run.algo)
         counts[key] = counts.get(key, 0) + 1
         for name, value in figures.items():
             values.setdefault(key, {}).setdefault(name, []).append(value)
     return [MemoryUse(env=env, algo=algo, runs=counts[(env, algo)],
-                      figures={name: (float(np.median(v)), min(v), max(v)) for name, v in per.items()})
+                      figures={name: (float(np.median(v)), min(v), max(v)) for name, v in per.items()},
+                      derived_merge_runs=derived.get((env, algo), 0))
             for (env, algo), per in sorted(values.items())]
 
 
@@ -387,7 +417,9 @@ def _memory_use_table(rows: Sequence[MemoryUse]) -> str:
              "Merge rate: the share of writes that met an existing entry; cross-hit rate: the share of lookups "
              "answered by an entry holding more than one visit, so that another episode's return could reach the "
              "target (a self-hit, the entry the step itself wrote, is a hit but not a cross hit). Both since the "
-             "run started, at its last row; the hit rate is that of the last row's window.", "",
+             "run started, at its last row; the hit rate is that of the last row's window. A merge rate marked * is "
+             "derived for runs from before it was logged: (writes - entries) / writes, writes = env steps - pending "
+             "steps, only for runs whose entries stayed below the table's capacity (nothing evicted).", "",
              "| env | algo | runs | " + " | ".join(column for _, column in names) + " |",
              "|---|---|---:|" + "---|" * len(names)]
     for r in rows:
@@ -397,7 +429,8 @@ def _memory_use_table(rows: Sequence[MemoryUse]) -> str:
                 cells.append("-")
                 continue
             median, low, high = r.figures[name]
-            cells.append(f"{median:.3g} ({low:.3g}-{high:.3g})" if r.runs > 1 else f"{median:.3g}")
+            mark = "*" if name == "memory_merge_rate" and r.derived_merge_runs else ""
+            cells.append(f"{median:.3g} ({low:.3g}-{high:.3g}){mark}" if r.runs > 1 else f"{median:.3g}{mark}")
         lines.append(f"| {r.env} | {r.algo} | {r.runs} | " + " | ".join(cells) + " |")
     flagged = [r for r in rows if r.self_hits_only]
     if flagged:
@@ -893,6 +926,7 @@ __all__ = [
     "WallCost",
     "aggregates",
     "bootstrap",
+    "derived_merge_rate",
     "env_and_task",
     "improvements",
     "iqm_curve",
