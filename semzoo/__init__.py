@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from semzoo import presets as _presets  # noqa: F401  installs TrainConfig's preset resolver (no torch)
 
-__version__ = "0.3.0"
+from semzoo.version import __version__
 
 _HOMES = {
     "Policy": "semzoo.agents.policy", "load_policy": "semzoo.agents.policy",

@@ -152,7 +152,7 @@ RUN_PANEL, ALGORITHM_PANEL, MEMORY_PANEL, CURIOSITY_PANEL = "Run", "Algorithm", 
 LEARNER_PANEL, EXPLORATION_PANEL, RUNTIME_PANEL, SPEED_PANEL = "Learner", "Exploration", "Runtime", "Speed"
 OUTPUT_PANEL, OTHER_PANEL = "Output", "Other"
 SECTION_PANELS = {"agent": ALGORITHM_PANEL, "mixer": ALGORITHM_PANEL, "memory": MEMORY_PANEL, "emc": "EMC",
-                  "emu": "EMU", "curiosity": CURIOSITY_PANEL, "learner": LEARNER_PANEL,
+                  "emu": "EMU", "lagma": "LAGMA", "curiosity": CURIOSITY_PANEL, "learner": LEARNER_PANEL,
                   "exploration": EXPLORATION_PANEL}
 """Config section -> its panel; a section not named here gets a panel of its own name (``panel_of``)."""
 FIELD_PANELS = {
@@ -168,7 +168,7 @@ FIELD_PANELS = {
 """Top-level config field (or CLI-only option) -> its panel, in the order a panel lists them (a section's fields
 follow). The runtime panel holds what changes how episodes are collected (and so the run); the speed panel what
 only changes how fast the same run goes."""
-PANEL_ORDER = (RUN_PANEL, ALGORITHM_PANEL, MEMORY_PANEL, "EMC", "EMU", CURIOSITY_PANEL, LEARNER_PANEL,
+PANEL_ORDER = (RUN_PANEL, ALGORITHM_PANEL, MEMORY_PANEL, "EMC", "EMU", "LAGMA", CURIOSITY_PANEL, LEARNER_PANEL,
                EXPLORATION_PANEL, RUNTIME_PANEL, SPEED_PANEL, OUTPUT_PANEL, OTHER_PANEL)
 """The panels of `train --help`, in order (docs/cli.md follows it); a new section's panel comes after the memories'."""
 PANEL_NOTES = {MEMORY_PANEL: "SEM, SAEM; --proj-dim and --memory-capacity: every memory",

@@ -17,10 +17,16 @@ PLAN_LINE = re.compile(r"^(sweep: trial \S+ \S+: )?memory plan: \(replay buffer 
 """The memory plan's line that ``semzoo train`` and ``sweep`` print before they allocate (informational)."""
 
 
+PROGRESS_LINE = re.compile(r"^\[train( x\d+)?\] ")
+"""A progress line of a run (``[train] 1/100 steps ...``): a run that fails in its first update has printed one."""
+
+
 def error_lines(text: str) -> list[str]:
-    """The lines of a command's stderr after its memory plan's line, which comes first where it is printed."""
+    """The lines of a command's stderr after its memory plan's line, which comes first where it is printed, without
+    the run's progress lines."""
     lines = text.strip().splitlines()
-    return lines[1:] if lines and PLAN_LINE.match(lines[0]) else lines
+    lines = lines[1:] if lines and PLAN_LINE.match(lines[0]) else lines
+    return [line for line in lines if not PROGRESS_LINE.match(line)]
 
 
 NO_ACTOR = {"sequential": True}

@@ -79,7 +79,7 @@ def test_the_actor_process_gives_the_thread_collectors_run_bit_for_bit(env, algo
 
 
 def flaky_config(tmp_path: Path) -> TrainConfig:
-    return TrainConfig(env="pz:flaky_env:climbing", env_args={"marker": str(tmp_path / "marker"), "fail_after": 12},
+    return TrainConfig(env="pz:flaky_env:climbing", sequential=False, env_args={"marker": str(tmp_path / "marker"), "fail_after": 12},
                        algo="qmix", steps=400, n_envs=4, out=str(tmp_path), test_interval=10**9,
                        learner=LearnerConfig(batch_size=4, buffer_size=16))
 
@@ -127,7 +127,7 @@ def test_an_actor_process_that_dies_is_a_clear_error(tmp_path):
 
 def test_an_env_registered_in_a_plugin_is_built_by_the_actor_process(tmp_path, monkeypatch):
     monkeypatch.setenv("SEMZOO_PLUGINS", "plugin_envs")  # the child imports it; so does this process
-    config = TrainConfig(env="plugin_coin_game", algo="vdn", steps=120, n_envs=4, out=str(tmp_path),
+    config = TrainConfig(env="plugin_coin_game", algo="vdn", sequential=False, steps=120, n_envs=4, out=str(tmp_path),
                          test_interval=60, learner=LearnerConfig(batch_size=4, buffer_size=16))
     process = run_with(config, tmp_path / "process", in_process=True)
     assert process.actor_startup_s is not None
@@ -138,7 +138,7 @@ def test_an_env_registered_in_a_plugin_is_built_by_the_actor_process(tmp_path, m
 def test_an_env_registered_in_this_process_with_an_importable_factory_is_built_by_the_actor_process(tmp_path):
     factory = functools.partial(matrix_game_v0.parallel_env, "custom", payoff=[[5, 0], [0, 3]])
     semzoo.register_env("actor_test_partial", factory, replace=True)  # no plugin: the child gets it by pickle
-    config = TrainConfig(env="actor_test_partial", algo="vdn", steps=120, n_envs=4, out=str(tmp_path),
+    config = TrainConfig(env="actor_test_partial", algo="vdn", sequential=False, steps=120, n_envs=4, out=str(tmp_path),
                          test_interval=60, learner=LearnerConfig(batch_size=4, buffer_size=16))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback to the thread
@@ -150,7 +150,7 @@ def test_an_env_registered_in_this_process_with_an_importable_factory_is_built_b
 
 def test_an_env_a_new_process_cannot_build_falls_back_to_the_thread(tmp_path):
     semzoo.register_env("actor_test_only_here", lambda: matrix_game_v0.parallel_env("penalty"), overwrite=True)
-    config = TrainConfig(env="actor_test_only_here", algo="vdn", steps=120, n_envs=4, out=str(tmp_path),
+    config = TrainConfig(env="actor_test_only_here", algo="vdn", sequential=False, steps=120, n_envs=4, out=str(tmp_path),
                          test_interval=60, learner=LearnerConfig(batch_size=4, buffer_size=16))
     collectors: list[str] = []
     step = matrix_game_v0.MatrixGameEnv.step

@@ -65,7 +65,7 @@ def test_the_console_command_prints_the_version():
 # ----- train --help in panels ----------------------------------------------------------------------------------------
 
 PANEL_HEADINGS = ["Run options", "Algorithm options", "Memory options", "EMC options", "EMU options",
-                  "Curiosity options", "Learner options", "Exploration options", "Runtime options", "Speed options",
+                  "LAGMA options", "Curiosity options", "Learner options", "Exploration options", "Runtime options", "Speed options",
                   "Output options"]
 
 
@@ -111,23 +111,23 @@ def test_every_config_field_has_a_named_panel():
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Lagma:
-    codebook: int = 8
+class _Toy:
+    size: int = 8
 
 
 @dataclass(frozen=True, kw_only=True)
 class _WithNewSection:
     steps: int = 1
-    lagma: _Lagma = field(default_factory=_Lagma)
+    toy_memory: _Toy = field(default_factory=_Toy)
 
 
 def test_a_new_config_section_gets_a_panel_named_after_it_without_edits():
     from semzoo.cli import PANEL_ORDER, panel_of, panel_rank
 
-    [new] = [f for f in config_fields(_WithNewSection) if f.section == "lagma"]
-    assert panel_of(new) == "LAGMA"
-    assert panel_rank("EMU") < panel_rank("LAGMA") < panel_rank("Learner")
-    assert "LAGMA" not in PANEL_ORDER
+    [new] = [f for f in config_fields(_WithNewSection) if f.section == "toy_memory"]
+    assert panel_of(new) == "TOY MEMORY"
+    assert panel_rank("EMU") < panel_rank("TOY MEMORY") < panel_rank("Learner")
+    assert "TOY MEMORY" not in PANEL_ORDER
 
 
 @pytest.mark.parametrize("f", [f for f in config_fields() if RANGE in f.metadata], ids=lambda f: f.key)

@@ -43,9 +43,10 @@ def invoke(*args: str):
 
 
 def assert_one_line_error(result, code: int, *needles: str) -> str:
-    """The command exited ``code`` with exactly one stderr line ``Error: ...`` holding every needle."""
+    """The command exited ``code`` with exactly one stderr line ``Error: ...`` holding every needle (warnings, printed
+    when they arise, may come before it)."""
     assert result.exit_code == code, result.output
-    lines = error_lines(result.stderr)
+    lines = [line for line in error_lines(result.stderr) if not line.startswith("Warning: ")]
     assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
     assert "Traceback" not in result.output
     for needle in needles:

@@ -20,9 +20,9 @@ from typing import Any
 
 import torch
 
-import semzoo
 from semzoo.run.checkpoint import write_atomic
 from semzoo.runfiles import PROVENANCE_FILE, UNKNOWN_COMMIT, read_provenance
+from semzoo.version import __version__
 
 PACKAGES = ("torch", "jax", "jaxlib", "jaxmarl", "numpy", "pettingzoo", "gymnasium")
 """The installed packages whose versions a record names (importlib.metadata: none of them is imported for it)."""
@@ -46,14 +46,14 @@ def code_version(package_dir: Path | None = None) -> dict[str, Any]:
     The commit is read only where semzoo's own ``__init__.py`` is tracked by the enclosing checkout: a wheel
     installed into a virtual environment inside some other repository is not that repository's code.
     """
-    folder = Path(semzoo.__file__).parent if package_dir is None else package_dir
+    folder = Path(__file__).resolve().parents[1] if package_dir is None else package_dir
     commit, dirty = UNKNOWN_COMMIT, None
     if _git(folder, "ls-files", "--error-unmatch", "--", "__init__.py") is not None:
         head = _git(folder, "rev-parse", "HEAD")
         status = _git(folder, "status", "--porcelain", "--untracked-files=no")
         if head is not None and status is not None:
             commit, dirty = head.strip(), bool(status.strip())
-    return {"version": semzoo.__version__, "commit": commit, "dirty": dirty, "source": str(folder)}
+    return {"version": __version__, "commit": commit, "dirty": dirty, "source": str(folder)}
 
 
 def package_versions() -> dict[str, str | None]:
