@@ -13,7 +13,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from semzoo import presets as _presets  # noqa: F401  installs TrainConfig's preset resolver (no torch)
-
 from semzoo.version import __version__
 
 _HOMES = {
