@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   installs semzoo into .venv and trains the default job (`semzoo train`, no flags): SEM-QMIX on SMAX 3m
-#               for 100k env steps (3 min 21 s with the install in a fresh clone on an idle 2-core AMD EPYC;
-#               scripts/measure_demo.py re-measures it)
+#               for 100k env steps (4 min 42 s of training on a 2-core AMD EPYC in the default runtime, plus the
+#               install; scripts/measure_demo.py re-measures it)
 #   make test   installs semzoo into .venv and runs the test suite
 #   make lint   ruff and mypy (CI runs it before the tests)
 #   make docs   the documentation site (MkDocs, Material theme) from docs/ into site/, strict: a broken link,
