@@ -6,7 +6,8 @@ applies to and the config fields it sets, with the authors' file that says so. F
 and those of every matching rule are merged (a later rule wins), and ``TrainConfig`` fills those of its fields
 that are left at their defaults and not pinned; a field given another value, or given on the command line
 (``TrainConfig.pinned``), keeps it. The authors of QPLEX and EMC ran PyMARL's episode runner with SMAC's terminal
-time limits, which is the default runtime, so ``authors-smac`` runs in their runtime unless told otherwise. The run directory's config.json holds the preset's name and the fields it resolved to, so a resumed run
+time limits, which is the default runtime, so ``authors-smac`` runs in their runtime unless told otherwise. The
+run directory's config.json holds the preset's name and the fields it resolved to, so a resumed run
 reads the same setup. ``semzoo algos`` prints every rule. ``TrainConfig`` reaches ``apply_preset`` through the
 resolver this module installs in ``semzoo.config`` when imported (``semzoo/__init__`` imports it): the config is the
 ground floor and imports nothing of semzoo, while the rules read the algorithm table.
