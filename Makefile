@@ -2,7 +2,8 @@
 #   make demo   installs semzoo into .venv and trains the default job (`semzoo train`, no flags): SEM-QMIX on SMAX 3m
 #               for 100k env steps (4 min 42 s of training on a 2-core AMD EPYC in the default runtime, plus the
 #               install; scripts/measure_demo.py re-measures it)
-#   make test   installs semzoo into .venv and runs the test suite
+#   make test   installs semzoo into .venv and runs the test suite, less its slow tests (the `slow` mark: the tests of
+#               25 s or more); `make test-slow` runs those, and CI runs both
 #   make lint   ruff and mypy (CI runs it before the tests)
 #   make docs   the documentation site (MkDocs, Material theme) from docs/ into site/, strict: a broken link,
 #               anchor or docstring reference fails it (CI runs it)
@@ -13,7 +14,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 EXTRAS ?= test,lint,mpe,smax,ray,tensorboard,plot
 
-.PHONY: install demo test test-isa test-pythons test-long lint bench docs
+.PHONY: install demo test test-slow test-isa test-pythons test-long lint bench docs
 
 $(BIN)/semzoo: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +33,9 @@ demo: install
 test: install
 	$(BIN)/python -m pytest -n 2 -q
 
+test-slow: install
+	$(BIN)/python -m pytest -n 2 -q -m slow
+
 # The exactness tests under another vector ISA than the machine's own, then the golden rows under ATen's other
 # kernels (CI runs it after `make test`, which checks the golden rows under the recording's pin, ATen's default
 # kernels). Two runs of a seed and a resumed run must still agree bit for bit; the golden rows must hold with the
@@ -41,12 +45,12 @@ test: install
 EXACTNESS_TESTS := tests/test_checkpoint.py tests/test_overlap.py tests/test_kill_resume.py
 GOLDEN_ISAS := avx2 avx512 native
 test-isa: install
-	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -n 2 -q $(EXACTNESS_TESTS)
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -n 2 -q -m 'not long' $(EXACTNESS_TESTS)
 	@set -e; done=""; for isa in $(GOLDEN_ISAS); do \
 	  skip=$$($(BIN)/python tests/golden_runs.py --isa-unavailable $$isa $$done); \
 	  if [ -n "$$skip" ]; then echo "test-isa: golden rows under $$isa skipped: $$skip"; continue; fi; \
 	  echo "test-isa: golden rows with SEMZOO_GOLDEN_ISA=$$isa"; \
-	  SEMZOO_GOLDEN_ISA=$$isa $(BIN)/python -m pytest -n 2 -q tests/test_golden.py -k test_seeded_run; \
+	  SEMZOO_GOLDEN_ISA=$$isa $(BIN)/python -m pytest -n 2 -q -m 'not long' tests/test_golden.py -k test_seeded_run; \
 	  done="$$done $$isa"; \
 	done
 
@@ -78,7 +82,7 @@ test-pythons: install
 	    touch $$venv/bin/semzoo; \
 	  fi; \
 	  echo "test-pythons: $$($$venv/bin/python --version): $(SMOKE_TESTS)"; \
-	  $$venv/bin/python -m pytest -n 2 -q $(SMOKE_TESTS); \
+	  $$venv/bin/python -m pytest -n 2 -q -m 'not long' $(SMOKE_TESTS); \
 	done
 
 # The docs extra goes into .venv on first use (the stamp file), so `make install` stays as it was.

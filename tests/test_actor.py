@@ -55,7 +55,7 @@ def run_with(config: TrainConfig, run_dir: Path, *, in_process: bool, progress=N
 
 def _cases():
     for env, algo in [("matrix:two_step", "sem-qmix"), ("matrix:climbing", "saem-vdn"), ("smax:3m", "sem-qmix")]:
-        marks = [pytest.mark.smax] if env.startswith("smax:") else []
+        marks = [pytest.mark.smax, pytest.mark.slow] if env.startswith("smax:") else []
         yield pytest.param(env, algo, marks=marks, id=f"{env}|{algo}")
 
 

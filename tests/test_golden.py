@@ -38,7 +38,9 @@ def _cases():
     for env in ENVS:
         marks = [pytest.mark.smax] if env.startswith("smax:") else []
         for algo in ALGOS:
-            yield pytest.param(env, algo, marks=marks, id=f"{env}|{algo}")
+            # SMAX rows take 30-45 s each: make test keeps the default algorithm's, make test-slow checks the rest
+            slow = [pytest.mark.slow] if marks and algo != "sem-qmix" else []
+            yield pytest.param(env, algo, marks=marks + slow, id=f"{env}|{algo}")
 
 
 @pytest.fixture(scope="session")

@@ -144,6 +144,7 @@ def count_handed_inputs(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow
 @pytest.mark.smax
 def test_a_group_collects_smax_episodes_of_different_lengths_as_its_single_runs(monkeypatch):
     """The runs' SMAX envs reset and step in one call each (``SMAXVecEnv.reset_together``, ``step_together``), runs

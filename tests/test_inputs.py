@@ -96,6 +96,7 @@ def assert_refused(done: subprocess.CompletedProcess, run_dir: Path) -> None:
     assert lines[0].startswith(f"Error: run directory {run_dir} is in use by another semzoo process"), lines[0]
 
 
+@pytest.mark.slow
 def test_a_second_writer_of_a_run_directory_is_refused_and_a_killed_run_leaves_it_free(tmp_path):
     run_dir = tmp_path / "run"
     first = start("train", "--out", str(tmp_path), *FAST, "--steps", str(FOREVER), "--save-interval",

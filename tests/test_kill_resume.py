@@ -14,6 +14,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from golden_runs import metric_rows
 
 from semzoo.run.checkpoint import CheckpointManager
@@ -79,6 +80,7 @@ def kill_resume_and_check(run_dir: Path, seed: int) -> None:
     assert steps == sorted(steps) and steps[-1] >= STEPS
 
 
+@pytest.mark.slow
 def test_runs_killed_at_random_moments_resume_and_finish(tmp_path):
     with ThreadPoolExecutor(max_workers=PARALLEL_RUNS) as pool:
         futures = [pool.submit(kill_resume_and_check, tmp_path / f"kill{i}" / "run", SEED + i) for i in range(KILLS)]
@@ -96,6 +98,7 @@ def group_dirs(out: Path) -> list[Path]:
     return sorted(p.parent for p in out.glob("*/config.json"))
 
 
+@pytest.mark.slow
 def test_a_group_killed_at_a_random_moment_resumes_bit_for_bit(tmp_path):
     """SIGKILL a `--seeds 0-1` group between saves, `--resume` each of its runs: the runs' metric rows are those of
     the group trained without a stop (a kill in the middle of the group's save, which leaves the runs' last

@@ -557,6 +557,7 @@ def test_a_lagma_run_resumes_exactly(tmp_path):
     assert a["memory"]["value_updates"] > 0
 
 
+@pytest.mark.slow
 def test_a_lagma_run_killed_at_a_random_moment_resumes_to_the_uninterrupted_rows(tmp_path):
     """SIGKILL a lagma-qmix run between its saves, `--resume` it: its metric rows are those of the run never stopped."""
     args = [*FLAGS, "--steps", "300", "--save-interval", "40", "--run-name", "run"]

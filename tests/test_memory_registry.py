@@ -165,6 +165,7 @@ def test_a_user_memory_trains_in_a_multi_seed_group(toy, tmp_path):
         assert final["updates"] == last["memory_updates"]
 
 
+@pytest.mark.slow
 def test_a_user_memory_trains_by_id_from_the_cli_and_resumes_exactly(tmp_path):
     env = plugin_process_env()
     cli = [sys.executable, "-m", "semzoo.cli", "--plugin", "toy_memory_plugin"]

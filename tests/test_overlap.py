@@ -44,7 +44,7 @@ def _seeded_cases():
     for env, algo in [("matrix:two_step", "qmix"), ("matrix:two_step", "sem-qmix"), ("matrix:climbing", "saem-vdn"),
                       ("matrix:climbing", "cw-qmix"), ("matrix:two_step", "sem-ow-qmix"), ("smax:3m", "sem-qmix"),
                       ("smax:3m", "ow-qmix")]:
-        marks = [pytest.mark.smax] if env.startswith("smax:") else []
+        marks = [pytest.mark.smax, pytest.mark.slow] if env.startswith("smax:") else []
         yield pytest.param(env, algo, marks=marks, id=f"{env}|{algo}")
 
 
@@ -136,6 +136,7 @@ def test_a_run_directory_without_the_key_was_trained_sequentially_and_resumes_so
     assert comparable_rows(old_dir) == comparable_rows(straight_dir)
 
 
+@pytest.mark.slow
 def test_overlapped_sem_vdn_reaches_the_optimum_of_the_additive_game():
     from semzoo import make_env
 

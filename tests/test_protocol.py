@@ -395,6 +395,7 @@ def short_matrix_runs(tmp_path_factory):
 SHORT_STEPS_NOTE = "steps: 500 and 1,500 env steps, the runs' last common evaluation and its half"
 
 
+@pytest.mark.slow
 def test_report_without_at_on_short_runs_exits_0_and_says_which_steps_it_chose(short_matrix_runs, tmp_path):
     result = cli(short_matrix_runs, "--reps", REPS, "--out", tmp_path / "out")
     assert result.exit_code == 0, result.output

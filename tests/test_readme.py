@@ -62,12 +62,14 @@ def test_the_readme_and_the_cli_page_have_examples_of_every_command():
     assert {"train", "evaluate", "sweep", "plot", "table", "report", "algos", "envs", "memory-cost"} <= commands
 
 
+@pytest.mark.slow
 def test_every_readme_example_runs_as_written_without_a_warning(tmp_path):
     pytest.importorskip("jaxmarl")
     for kind, text in readme_examples():
         run_example(kind, text, tmp_path, README)
 
 
+@pytest.mark.slow
 def test_every_cli_page_example_runs_as_written_without_a_warning(tmp_path):
     pytest.importorskip("jaxmarl")
     pytest.importorskip("mpe2")
@@ -78,6 +80,7 @@ def test_every_cli_page_example_runs_as_written_without_a_warning(tmp_path):
         run_example(kind, text, tmp_path, CLI_DOC)
 
 
+@pytest.mark.slow
 def test_every_policy_doc_example_runs_as_written(tmp_path):
     """docs/policy.md follows the README's convention: its python blocks run unless marked as skipped."""
     pytest.importorskip("jaxmarl")

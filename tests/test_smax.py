@@ -349,6 +349,7 @@ def same_reset(env: SMAXVecEnv, want_env: SMAXVecEnv, got, want) -> bool:
             and not env._frozen_N.any())
 
 
+@pytest.mark.slow
 def test_vec_envs_reset_together_are_left_as_their_own_resets_bit_for_bit():
     """K = 3 vec envs reset in one call (``reset_together``) against the same envs reset one by one: with seeds,
     without one on an env never reset (seeded from 0 as ``reset`` does), and without seeds after an episode that

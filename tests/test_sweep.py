@@ -83,6 +83,7 @@ def test_plan_is_the_full_grid_with_one_run_directory_per_trial(tmp_path):
     assert all(t.config.learner.batch_size == 8 and t.config.steps == STEPS for t in trials)
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_sweep_retries_a_failed_trial_from_its_checkpoint_and_skips_finished_runs(tmp_path, monkeypatch):
     pytest.importorskip("ray")
@@ -181,6 +182,7 @@ def test_an_interrupted_packed_cell_continues_from_its_checkpoints(tmp_path):
         assert comparable_rows(run_dir) == comparable_rows(tmp_path / "twin" / run_dir.name), run_dir.name
 
 
+@pytest.mark.slow
 @pytest.mark.ray
 def test_a_packed_sweep_runs_each_cell_as_one_trial_and_skips_finished_runs(tmp_path):
     pytest.importorskip("ray")

@@ -29,6 +29,7 @@ def greedy_return(config: TrainConfig) -> float:
         trainer.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["vdn", "qmix"])
 def test_vdn_and_qmix_reach_the_optimum_of_the_additive_game(algo):
     from semzoo import make_env
@@ -37,6 +38,7 @@ def test_vdn_and_qmix_reach_the_optimum_of_the_additive_game(algo):
     assert greedy_return(matrix_config("additive", algo)) == optimum
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("game", "closed_form"), [("climbing", 5.0), ("qtran", 0.0)])
 def test_vdn_misses_the_optimum_under_uniform_exploration(game, closed_form):
     """Under uniform exploration VDN's least-squares fit is Q(i,j) = row mean + column mean - overall mean.

@@ -71,12 +71,14 @@ def test_own_return_and_td_lambda_targets_stay_below_7_at_lambda_one_half():
     assert blended["sem"] > payoff[0].max() > blended["mc"] == blended["td_lambda"] == 4.5
 
 
+@pytest.mark.slow
 def test_sem_vdn_reaches_8_where_vdn_settles_on_7():
     """One seed of the study (lambda = 0 is VDN bit for bit)."""
     assert greedy_return(0.0, seed=0) == 7.0
     assert greedy_return(SEM_LAMBDA, seed=0) == 8.0
 
 
+@pytest.mark.slow
 def test_own_return_and_td_lambda_settle_on_7_where_sem_reaches_8():
     """The positive control on seed 0: mc-VDN and TD(lambda) VDN at lambda = 0.5 stay at VDN's 7."""
     assert greedy_return(SEM_LAMBDA, seed=0, algo="mc-vdn") == 7.0
