@@ -11,7 +11,7 @@ import pytest
 from conftest import NO_ACTOR
 from typer.testing import CliRunner
 
-from semzoo.analysis.protocol import memory_pairs
+from semzoo.analysis.protocol import compared_pairs, memory_pairs, setting_pairs
 from semzoo.analysis.report import load_runs, score_table
 from semzoo.cli import app
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
@@ -201,6 +201,10 @@ def test_the_report_draws_and_tabulates_the_sensitivity_to_the_swept_setting(tmp
     assert [row.split("|")[3].split("[")[0].strip() for row in rows] == ["0.250", "0.350", "0.750", "0.250"]
     figure = tmp_path / "report" / "sensitivity_sem-qmix_lam.png"
     assert figure in done.files and figure.stat().st_size > 10_000
+    # each lambda against the default's runs: lam 0.5's seeds (0.6-0.9) beat every default seed (0.2-0.5)
+    poi = {(row.algo, row.base): row.probability.value for row in done.improvements if row.step == 1000}
+    assert poi[("sem-qmix lam=0.5", "sem-qmix")] == 1.0 and poi[("sem-qmix lam=0", "sem-qmix")] < 0.5
+    assert "| 1.000 [1.000, 1.000] | sem-qmix lam=0.5 | sem-qmix | 4 / 4 |" in done.markdown
 
 
 def test_a_full_grid_gives_each_settings_slice_through_the_defaults_of_the_others(tmp_path):
@@ -257,3 +261,17 @@ def test_lambda_and_table_size_swept_apart_in_one_folder_give_both_figures(tmp_p
     for name in ("lam", "capacity"):
         assert f"## Sensitivity of sem-qmix to {name}" in done.markdown
         assert (tmp_path / "report" / f"sensitivity_sem-qmix_{name}.png").stat().st_size > 10_000
+
+
+def test_a_settings_variant_pairs_with_the_runs_it_departs_from():
+    """The runtime study's labels: the former runtime and a factor run each against the runs they depart from; a
+    lambda sweep's variant against its default (and, as a memory variant, against the base)."""
+    labels = ["qmix", "qmix runtime=semzoo-0.2", "qmix runtime=semzoo-0.2 timeout_as_terminal=true",
+              "sem-qmix", "sem-qmix lam=0.3"]
+    assert sorted(setting_pairs(labels)) == [
+        ("qmix runtime=semzoo-0.2", "qmix"),
+        ("qmix runtime=semzoo-0.2 timeout_as_terminal=true", "qmix"),
+        ("qmix runtime=semzoo-0.2 timeout_as_terminal=true", "qmix runtime=semzoo-0.2"),
+        ("sem-qmix lam=0.3", "sem-qmix")]
+    pairs = compared_pairs(labels)
+    assert len(pairs) == len(set(pairs)) and ("sem-qmix lam=0.3", "qmix") in pairs and ("sem-qmix", "qmix") in pairs

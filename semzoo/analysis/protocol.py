@@ -254,6 +254,27 @@ def memory_pairs(algos: Sequence[str], *, over_sem: bool = True) -> list[tuple[s
     return over_base + over_sem_pairs
 
 
+def setting_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
+    """(X, Y) for labels of one algorithm where Y's settings are a proper subset of X's: each variant against the
+    runs it departs from. ``qmix runtime=semzoo-0.2`` pairs with ``qmix``; a factor run ``qmix runtime=semzoo-0.2
+    timeout_as_terminal=true`` with both; ``sem-qmix lam=0.3`` with ``sem-qmix`` (and, through ``memory_pairs``,
+    with ``qmix``).
+    """
+    parsed = [(label, *_label_parts(label)) for label in sorted(algos)]
+    return [(x, y) for x, x_algo, x_settings in parsed for y, y_algo, y_settings in parsed
+            if x_algo == y_algo and y_settings < x_settings]
+
+
+def _label_parts(label: str) -> tuple[str, frozenset[str]]:
+    algo, *settings = label.split(" ")
+    return algo, frozenset(settings)
+
+
+def compared_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
+    """The pairs a report compares: ``memory_pairs`` then ``setting_pairs``, each pair once."""
+    return list(dict.fromkeys(memory_pairs(algos) + setting_pairs(algos)))
+
+
 @dataclass(frozen=True)
 class WallCost:
     """The wall-clock time of an (env, algo)'s finished runs, from their ``final.json``."""
@@ -267,7 +288,8 @@ class WallCost:
     low_min: float
     high_min: float
     vs: dict[str, float]
-    """Median wall time over a reference algorithm's median on the same env: its base, and SEM (``memory_pairs``)."""
+    """Median wall time over a reference's median on the same env: its base, SEM, and the runs of the same algorithm
+    it departs from by a setting (``compared_pairs``)."""
     updates: int | None = None
     """The runs' median gradient updates (``final.json``), None where it does not say."""
     updates_per_episode: float | None = None
@@ -300,7 +322,7 @@ def wall_costs(runs: Sequence[RunSeries]) -> list[WallCost]:
             updates.setdefault((run.env, run.algo), []).append(final["updates"])
         per_episode.setdefault((run.env, run.algo), set()).add(
             None if run.config is None else run.config.learner.updates_per_episode)
-    pairs = memory_pairs(sorted({algo for _, algo in minutes}))
+    pairs = compared_pairs(sorted({algo for _, algo in minutes}))
     out = []
     for (env, algo), values in sorted(minutes.items()):
         median = float(np.median(values))
@@ -448,9 +470,10 @@ def _memory_use_table(rows: Sequence[MemoryUse]) -> str:
 
 def improvements(runs: Sequence[RunSeries], score: Score, step: int | str,
                  reps: int = DEFAULT_REPS) -> list[Improvement]:
-    """P(memory variant > its base) per env where both have scores, and across those envs (same seed rule)."""
+    """P(X > Y) per env where both have scores, and across those envs (same seed rule), for the ``compared_pairs``:
+    a memory variant against its base (and SEM), a setting's variant against the runs it departs from."""
     groups = _grouped(runs)
-    pairs = memory_pairs(sorted({algo for algos in groups.values() for algo in algos}))
+    pairs = compared_pairs(sorted({algo for algos in groups.values() for algo in algos}))
     cases: dict[tuple[str, str, str], list[np.ndarray]] = {}
     for algo, base in pairs:
         x_envs, y_envs = [], []
@@ -926,6 +949,7 @@ __all__ = [
     "WallCost",
     "aggregates",
     "bootstrap",
+    "compared_pairs",
     "derived_merge_rate",
     "env_and_task",
     "improvements",
@@ -938,5 +962,6 @@ __all__ = [
     "plot_sensitivity",
     "report",
     "sensitivities",
+    "setting_pairs",
     "wall_costs",
 ]
