@@ -41,8 +41,9 @@ with ``python scripts/golden_drift.py [--native]``.
 MKL, oneDNN, XLA and the threads stay pinned. Each child reports the capability it ran
 (``torch.backends.cpu.get_cpu_capability()``), ``test_golden.py`` checks it is the one asked for, and
 tests/conftest.py ends the session with a line such as ``golden children ran under ISA: AVX2 x45``. ``make test``
-runs the rows under ``default`` (14 SMAX rows under the ``slow`` mark: ``make test-slow``), ``make test-isa`` under ``avx2``, ``avx512`` and ``native``, skipping one the CPU
-cannot run or one that gives the kernels of an ISA already run. torch takes ``ATEN_CPU_CAPABILITY`` at its word:
+runs the rows under ``default`` (14 SMAX rows under the ``slow`` mark: ``make test-slow``), ``make test-isa`` under
+``avx2``, ``avx512`` and ``native``, skipping one the CPU cannot run or one that gives the kernels of an ISA already
+run. torch takes ``ATEN_CPU_CAPABILITY`` at its word:
 asked for AVX-512 kernels on a CPU without them it reports ``AVX512`` and dies with SIGILL, so
 ``isa_unavailable`` runs a few kernels in a child first. Measured 2026-11-26 on a
 2-core AMD EPYC whose CPU flags show AVX2 and no AVX-512 (torch's own pick there is AVX2, so ``native`` is

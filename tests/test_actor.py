@@ -79,8 +79,9 @@ def test_the_actor_process_gives_the_thread_collectors_run_bit_for_bit(env, algo
 
 
 def flaky_config(tmp_path: Path) -> TrainConfig:
-    return TrainConfig(env="pz:flaky_env:climbing", sequential=False, env_args={"marker": str(tmp_path / "marker"), "fail_after": 12},
-                       algo="qmix", steps=400, n_envs=4, out=str(tmp_path), test_interval=10**9,
+    return TrainConfig(env="pz:flaky_env:climbing", sequential=False,
+                       env_args={"marker": str(tmp_path / "marker"), "fail_after": 12}, algo="qmix", steps=400,
+                       n_envs=4, out=str(tmp_path), test_interval=10**9,
                        learner=LearnerConfig(batch_size=4, buffer_size=16))
 
 
@@ -150,8 +151,8 @@ def test_an_env_registered_in_this_process_with_an_importable_factory_is_built_b
 
 def test_an_env_a_new_process_cannot_build_falls_back_to_the_thread(tmp_path):
     semzoo.register_env("actor_test_only_here", lambda: matrix_game_v0.parallel_env("penalty"), overwrite=True)
-    config = TrainConfig(env="actor_test_only_here", algo="vdn", sequential=False, steps=120, n_envs=4, out=str(tmp_path),
-                         test_interval=60, learner=LearnerConfig(batch_size=4, buffer_size=16))
+    config = TrainConfig(env="actor_test_only_here", algo="vdn", sequential=False, steps=120, n_envs=4,
+                         out=str(tmp_path), test_interval=60, learner=LearnerConfig(batch_size=4, buffer_size=16))
     collectors: list[str] = []
     step = matrix_game_v0.MatrixGameEnv.step
 

@@ -65,8 +65,8 @@ def test_the_console_command_prints_the_version():
 # ----- train --help in panels ----------------------------------------------------------------------------------------
 
 PANEL_HEADINGS = ["Run options", "Algorithm options", "Memory options", "EMC options", "EMU options",
-                  "LAGMA options", "Curiosity options", "Learner options", "Exploration options", "Runtime options", "Speed options",
-                  "Output options"]
+                  "LAGMA options", "Curiosity options", "Learner options", "Exploration options", "Runtime options",
+                  "Speed options", "Output options"]
 
 
 def headings(text: str) -> list[str]:

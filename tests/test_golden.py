@@ -39,7 +39,7 @@ def _cases():
         marks = [pytest.mark.smax] if env.startswith("smax:") else []
         for algo in ALGOS:
             # SMAX rows take 30-45 s each: make test keeps the default algorithm's, make test-slow checks the rest
-            slow = [pytest.mark.slow] if marks and algo != "sem-qmix" else []
+            slow = [pytest.mark.slow] if env.startswith("smax:") and algo != "sem-qmix" else []
             yield pytest.param(env, algo, marks=marks + slow, id=f"{env}|{algo}")
 
 

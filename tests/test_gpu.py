@@ -92,8 +92,8 @@ def test_copied_and_resumed_agents_lay_their_gru_weights_out_again(tmp_path, mon
 
     monkeypatch.setattr(torch.nn.RNNBase, "flatten_parameters", spy_flatten)
     monkeypatch.setattr(RNNAgent, "load_state_dict", spy_load)
-    config = TrainConfig(env="matrix:two_step", algo="sem-ow-qmix", steps=48, n_envs=4, sequential=False, test_interval=10**6,
-                         test_episodes=4, device="cpu", out=str(tmp_path), learner=SMALL)
+    config = TrainConfig(env="matrix:two_step", algo="sem-ow-qmix", steps=48, n_envs=4, sequential=False,
+                         test_interval=10**6, test_episodes=4, device="cpu", out=str(tmp_path), learner=SMALL)
     trainer = Trainer(config)
     copies = [trainer.learner.target_agent.rnn, trainer.learner.target_central_agent.rnn, trainer.acting_agent.rnn]
     trainer.close()
