@@ -437,9 +437,10 @@ class TrainConfig:
     at a time, collection overlapping learning, bootstrapping at time limits, the target period counted in collected
     episodes). It fills the fields it names that are left at their defaults (`semzoo algos` lists them); a field
     given on the command line keeps its value."""
-    preset: Literal["none", "authors-smac"] = "none"
-    """'authors-smac': the algorithm's SMAC setup as its authors ran it (`semzoo algos` lists what it sets per
-    algorithm); it fills the fields it names that are left at their defaults, a field given on the command line
+    preset: Literal["none", "authors-smac", "authors-sparse"] = "none"
+    """'authors-smac': the algorithm's SMAC setup as its authors ran it; 'authors-sparse': its sparse-reward SMAC
+    setup (LAGMA's, with `--env-arg reward=deaths` or `reward=sparse`). `semzoo algos` lists what each sets per
+    algorithm and map; it fills the fields it names that are left at their defaults, a field given on the command line
     keeps its value."""
     pinned: tuple[str, ...] = field(default=(), metadata={CLI: False})
     """Config keys given explicitly (``learner.lr``, ``n_envs``): the runtime and the preset leave them as given,

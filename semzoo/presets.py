@@ -1,5 +1,6 @@
 """Runtimes and presets: how episodes are collected (``--runtime pymarl``, the default, or ``semzoo-0.2``), and a
-baseline's domain configuration as its authors ran it (``--preset authors-smac``), each by one name.
+baseline's domain configuration as its authors ran it (``--preset authors-smac``; ``--preset authors-sparse`` on
+sparse rewards), each by one name.
 
 A runtime names the fields it sets (``RUNTIMES``). A preset is a list of rules; each names the algorithm ids it
 applies to and the config fields it sets, with the authors' file that says so. For an id, the runtime's fields
@@ -16,6 +17,10 @@ ground floor and imports nothing of semzoo, while the rules read the algorithm t
                                    100 episodes (200 updates), 100 episodes of burn-in  (wjh720/QPLEX); refused
                                    on MMM2 and 3s5z_vs_3s6z, where the authors add Qatten options not built here
     authors-smac, emc-<base>       2 updates/episode, target every 100 episodes, burn-in 32  (kikojay/EMC)
+    authors-sparse, lagma-<base>   LAGMA's sparse-reward SMAC configs: 256 codes, coefficients 2.0 / 1.0 / 1.0,
+                                   VQ-VAE every 40 and codebook every 10 episodes (3m and 2s3z; 10 and 20 with
+                                   epsilon over 500k on 2m_vs_1z); refused on 8m, whose file does not say
+                                   (aailabkaist/LAGMA)
 """
 
 from __future__ import annotations
@@ -44,11 +49,13 @@ class PresetRule:
     fields: Mapping[str, Any]
     source: str
     """The authors' files the values come from."""
+    per_map: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Map -> the fields the authors set otherwise on that map (they replace those of ``fields`` there)."""
     unbuilt: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    """Map -> the authors' options on that map that semzoo does not build: the preset refuses those maps in one line
-    rather than run a setup that is not theirs."""
+    """Map -> why the authors' setup on that map is not semzoo's to run (options it does not build, a file that does
+    not say): the preset refuses those maps in one line rather than run a setup that is not theirs."""
     unbuilt_source: str = ""
-    """Where the authors name the options of ``unbuilt``."""
+    """Where the authors' files say what ``unbuilt`` names."""
 
 
 _QPLEX_SMAC = PresetRule(
@@ -61,7 +68,8 @@ _QPLEX_SMAC = PresetRule(
            "(num_circle=2; run.py counts the target period of 200 in updates, so 100 episodes)",
     # qplex_qatten_sc2.yaml's comments: "weighted_head: ... for MMM2 and 3s5z_vs_3s6z, it is True",
     # "nonlinear: ... for MMM2, it is True" (attend_reg_coef, 0.001 there, is the preset's value everywhere)
-    unbuilt={"MMM2": "weighted_head: True, nonlinear: True", "3s5z_vs_3s6z": "weighted_head: True"},
+    unbuilt={"MMM2": "the authors add weighted_head: True, nonlinear: True, which semzoo does not build",
+             "3s5z_vs_3s6z": "the authors add weighted_head: True, which semzoo does not build"},
     unbuilt_source="the comments of wjh720/QPLEX qplex_qatten_sc2.yaml",
 )
 _EMC_SMAC = PresetRule(
@@ -72,7 +80,22 @@ _EMC_SMAC = PresetRule(
     source="kikojay/EMC pymarl/src/config/algs/EMC_sc2.yaml (num_circle: 2; burn_in_period: 32, the default)",
 )
 
-PRESETS: dict[str, tuple[PresetRule, ...]] = {"authors-smac": (_QPLEX_SMAC, _EMC_SMAC)}
+_LAGMA_SPARSE_FILES = "aailabkaist/LAGMA LAGMA_v0_release/src/config/algs/lagma_sc2_sparse_<map>.yaml"
+_LAGMA_SPARSE = PresetRule(
+    applies_to="lagma-<base>",
+    matches=lambda algo: algo.memory == "lagma",
+    fields={"lagma.lagma_n_codes": 256, "lagma.lagma_vq_coef": 2.0, "lagma.lagma_commit_coef": 1.0,
+            "lagma.lagma_coverage_coef": 1.0, "lagma.lagma_vqvae_interval": 40, "lagma.lagma_codebook_interval": 10},
+    source=f"{_LAGMA_SPARSE_FILES} for 3m and 2s3z (the same values), taken on maps without a file of their own",
+    per_map={"2m_vs_1z": {"lagma.lagma_vqvae_interval": 10, "lagma.lagma_codebook_interval": 20,
+                          "exploration.epsilon_anneal_steps": 500_000}},
+    unbuilt={"8m": "the authors' file holds an unresolved merge conflict (VQ-VAE and codebook intervals 10 and 20, "
+                   "or 20 and 10), so their setup there is not known"},
+    unbuilt_source=_LAGMA_SPARSE_FILES.replace("<map>", "8m"),
+)
+
+PRESETS: dict[str, tuple[PresetRule, ...]] = {"authors-smac": (_QPLEX_SMAC, _EMC_SMAC),
+                                              "authors-sparse": (_LAGMA_SPARSE,)}
 """Preset name -> its rules, in the order they are merged."""
 
 DEFAULT_RUNTIME = "pymarl"
@@ -92,8 +115,9 @@ RUNTIME_SOURCE = ("oxwhirl/pymarl src/config/default.yaml (runner episode, batch
                   "src/learners/q_learner.py; oxwhirl/smac starcraft2.py (continuing_episode False)")
 
 
-def preset_fields(preset: str, algo_id: str) -> dict[str, Any]:
-    """The fields ``preset`` sets for ``algo_id`` (``section.field`` -> value); empty for 'none' or no matching rule."""
+def preset_fields(preset: str, algo_id: str, env: str = "") -> dict[str, Any]:
+    """The fields ``preset`` sets for ``algo_id`` on ``env`` (``section.field`` -> value); empty for 'none' or no
+    matching rule. A rule's values for the env's map (``PresetRule.per_map``) replace its general ones."""
     if preset == NO_PRESET:
         return {}
     if preset not in PRESETS:
@@ -101,11 +125,19 @@ def preset_fields(preset: str, algo_id: str) -> dict[str, Any]:
     from semzoo.algos import parse_algorithm
 
     algo = parse_algorithm(algo_id)
+    map_name = _map_name(env)
     fields: dict[str, Any] = {}
     for rule in PRESETS[preset]:
         if rule.matches(algo):
             fields.update(rule.fields)
+            fields.update(rule.per_map.get(map_name, {}))
     return fields
+
+
+def _map_name(env: str) -> str:
+    """The SMAC map of an env id ('smax:2s3z' -> '2s3z'); '' for other families."""
+    family, _, map_name = env.partition(":")
+    return map_name if family in ("smax", "smac") else ""
 
 
 def check_preset_map(preset: str, algo_id: str, env: str) -> None:
@@ -113,23 +145,23 @@ def check_preset_map(preset: str, algo_id: str, env: str) -> None:
     a map where they used options semzoo does not build (``PresetRule.unbuilt``)."""
     if preset == NO_PRESET or preset not in PRESETS:
         return
-    family, _, map_name = env.partition(":")
-    if family not in ("smax", "smac"):
+    map_name = _map_name(env)
+    if not map_name:
         return
     from semzoo.algos import parse_algorithm
 
     algo = parse_algorithm(algo_id)
     for rule in PRESETS[preset]:
         if map_name in rule.unbuilt and rule.matches(algo):
-            raise ValueError(f"--preset {preset} with {algo_id} on {env}: on {map_name} the authors add "
-                             f"{rule.unbuilt[map_name]} ({rule.unbuilt_source}), which semzoo does not build; drop "
-                             "--preset for semzoo's defaults there, or run the preset on another map")
+            raise ValueError(f"--preset {preset} with {algo_id} on {env}: on {map_name} {rule.unbuilt[map_name]} "
+                             f"({rule.unbuilt_source}); drop --preset for semzoo's defaults there, or run the preset "
+                             "on another map")
 
 
 def unused_preset(config: TrainConfig) -> str | None:
     """The line that says ``config.preset`` sets nothing for ``config.algo`` (None when it sets something, or is
     'none'): such a run takes the defaults, which a user who asked for the authors' setup should hear."""
-    if config.preset == NO_PRESET or preset_fields(config.preset, config.algo):
+    if config.preset == NO_PRESET or preset_fields(config.preset, config.algo, config.env):
         return None
     applies = "; ".join(rule.applies_to for rule in PRESETS[config.preset])
     return (f"--preset {config.preset} sets nothing for {config.algo} (it sets {applies}): the run takes the "
@@ -145,7 +177,7 @@ def runtime_fields(runtime: str) -> dict[str, Any]:
 
 def resolved_fields(config: TrainConfig) -> dict[str, Any]:
     """What the runtime and then the preset set for ``config`` (the preset wins where both name a field)."""
-    return {**runtime_fields(config.runtime), **preset_fields(config.preset, config.algo)}
+    return {**runtime_fields(config.runtime), **preset_fields(config.preset, config.algo, config.env)}
 
 
 def apply_preset(config: TrainConfig) -> None:
@@ -184,9 +216,11 @@ def describe_presets() -> list[str]:
         for rule in rules:
             sets = ", ".join(f"{key.partition('.')[2]}={'unset' if value is None else value}"
                              for key, value in rule.fields.items())
-            refused = "".join(f"; refused on {map_name} (the authors': {options})"
-                              for map_name, options in rule.unbuilt.items())
-            lines.append(f"--preset {name}, {rule.applies_to}: {sets}{refused}  [{rule.source}]")
+            on_maps = "".join(f"; on {map_name}: " + ", ".join(f"{key.partition('.')[2]}={value}"
+                                                              for key, value in fields.items())
+                              for map_name, fields in rule.per_map.items())
+            refused = "".join(f"; refused on {map_name} ({why})" for map_name, why in rule.unbuilt.items())
+            lines.append(f"--preset {name}, {rule.applies_to}: {sets}{on_maps}{refused}  [{rule.source}]")
     return lines
 
 

@@ -164,7 +164,7 @@ def run_variant(config: TrainConfig) -> dict[str, Any]:
     has_memory = memory_of(config.algo) != NO_MEMORY
     data = config.to_dict()
     out: dict[str, Any] = {RUNTIME_KEY: config.runtime} if config.runtime != DEFAULT_RUNTIME else {}
-    if preset_fields(config.preset, config.algo):
+    if preset_fields(config.preset, config.algo, config.env):
         out[PRESET_KEY] = config.preset
     resolved = resolved_fields(config)
     for f in config_fields():

@@ -149,7 +149,8 @@ NOT_FIXED: dict[str, str] = {
     "learner.replay_device": "a speed setting of semzoo's (where the replay buffer lives), no learning change",
     "group_collect": "a speed setting of semzoo's (--seeds groups), the same episodes up to float rounding",
     "pinned": "which fields were given explicitly: none by default",
-    "preset": "semzoo's switch: none keeps the paper's defaults; authors-smac sets the authors' SMAC setups",
+    "preset": "semzoo's switch: none keeps the paper's defaults; authors-smac and authors-sparse set the "
+              "authors' SMAC setups",
     "mixer.qplex_transformation": "semzoo's general QPLEX by default; Qatten is the authors' SMAC setup (the preset)",
     "mixer.qplex_lambda_layers": "semzoo's two-layer lambda heads (docs/matrix_games.md); the preset sets the authors' 1",
     "learner.learn_start_episodes": "unset: learning starts once a batch is stored (PyMARL); the preset sets QPLEX's 100",

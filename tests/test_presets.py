@@ -9,8 +9,8 @@ from conftest import NO_ACTOR, NO_ACTOR_FLAGS, error_lines
 from typer.testing import CliRunner
 
 from semzoo.cli import app
-from semzoo.config import LearnerConfig, MixerConfig, TrainConfig
-from semzoo.presets import preset_fields
+from semzoo.config import LAGMAConfig, LearnerConfig, MixerConfig, TrainConfig
+from semzoo.presets import preset_fields, unused_preset
 from semzoo.run.trainer import Trainer
 from semzoo.types import StateLayout
 
@@ -131,3 +131,51 @@ def test_train_refuses_them_as_a_usage_error_in_one_line(tmp_path):
     assert result.exit_code == 2, result.output
     [line] = result.output.strip().splitlines()
     assert line.startswith("Error: --preset authors-smac") and "weighted_head" in line
+
+
+LAGMA_SPARSE = {"lagma_n_codes": 256, "lagma_vq_coef": 2.0, "lagma_commit_coef": 1.0, "lagma_coverage_coef": 1.0,
+                "lagma_vqvae_interval": 40, "lagma_codebook_interval": 10}
+
+
+@pytest.mark.parametrize("env", ["smax:3m", "smax:2s3z", "smac:3m"])
+def test_authors_sparse_gives_lagma_its_sparse_config_of_3m_and_2s3z(env):
+    config = TrainConfig(env=env, algo="lagma-qmix", preset="authors-sparse")
+    assert {k: getattr(config.lagma, k) for k in LAGMA_SPARSE} == LAGMA_SPARSE
+    assert config.exploration.epsilon_anneal_steps == 50_000 and config.lagma.lagma_top_k == 30
+    assert TrainConfig.from_dict(config.to_dict()) == config
+
+
+def test_authors_sparse_takes_2m_vs_1z_intervals_and_epsilon_from_its_own_file():
+    config = TrainConfig(env="smax:2m_vs_1z", algo="lagma-vdn", preset="authors-sparse")
+    assert (config.lagma.lagma_vqvae_interval, config.lagma.lagma_codebook_interval) == (10, 20)
+    assert config.lagma.lagma_n_codes == 256 and config.exploration.epsilon_anneal_steps == 500_000
+
+
+@pytest.mark.parametrize("algo", ["qmix", "sem-qmix", "emu-qmix", "emc-qmix", "mc-qmix"])
+def test_authors_sparse_sets_nothing_for_ids_whose_authors_have_no_sparse_config(algo):
+    assert preset_fields("authors-sparse", algo, "smax:3m") == {}
+    config = TrainConfig(env="smax:3m", algo=algo, preset="authors-sparse")
+    assert unused_preset(config) is not None and "lagma-<base>" in unused_preset(config)
+
+
+def test_authors_sparse_keeps_a_typed_interval_and_refuses_8m_whose_file_does_not_say():
+    typed = TrainConfig(env="smax:3m", algo="lagma-qmix", preset="authors-sparse",
+                        lagma=LAGMAConfig(lagma_vqvae_interval=10), pinned=("lagma.lagma_vqvae_interval",))
+    assert typed.lagma.lagma_vqvae_interval == 10 and typed.lagma.lagma_codebook_interval == 10
+    with pytest.raises(ValueError, match=r"^--preset authors-sparse with lagma-qmix on smax:8m") as refused:
+        TrainConfig(env="smax:8m", algo="lagma-qmix", preset="authors-sparse")
+    assert "merge conflict" in str(refused.value) and "lagma_sc2_sparse_8m.yaml" in str(refused.value)
+    TrainConfig(env="smax:8m", algo="qmix", preset="authors-sparse")  # it sets nothing for QMIX there
+
+
+def test_train_runs_lagma_with_the_sparse_preset_and_records_it(tmp_path):
+    result = CliRunner().invoke(app, ["train", "--env", "matrix:climbing", "--algo", "lagma-qmix", "--preset",
+                                      "authors-sparse", "--lagma-latent-dim", "2", "--steps", "64",
+                                      "--test-interval", "64", "--test-episodes", "2", "--out", str(tmp_path), "--run-name", "r",
+                                      *NO_ACTOR_FLAGS])
+    assert result.exit_code == 0, result.output
+    saved = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert saved["preset"] == "authors-sparse" and saved["lagma"]["lagma_n_codes"] == 256
+    algos = CliRunner().invoke(app, ["algos"])
+    [line] = [line for line in algos.output.splitlines() if line.strip().startswith("--preset authors-sparse")]
+    assert "lagma_n_codes=256" in line and "on 2m_vs_1z: lagma_vqvae_interval=10" in line and "8m" in line
