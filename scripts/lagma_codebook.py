@@ -9,6 +9,7 @@ the spread of the encodings every ``--every`` steps.
 
     python scripts/lagma_codebook.py                          # SMAX 2s3z, 64 episodes, 12,000 steps
     python scripts/lagma_codebook.py --env smax:3m --steps 6000
+    python scripts/lagma_codebook.py --env smax:3m --preset authors-sparse   # LAGMA's sparse-reward settings
 
 Set beside it how many steps LAGMA's schedule gives a run (every update until ``lagma_start_steps`` env steps, then one
 every ``lagma_vqvae_interval`` episodes): the run's ``lagma_trainings`` metric counts them.
@@ -53,9 +54,11 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=500, help="print a row every this many steps")
     parser.add_argument("--batch", type=int, default=32, help="episodes per step (the learner's batch)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--preset", default="none", help="the settings of this preset (authors-sparse: LAGMA's sparse "
+                        "configs); default: LAGMA's dense SMAC config")
     args = parser.parse_args()
 
-    c = TrainConfig(algo="lagma-qmix").lagma
+    c = TrainConfig(algo="lagma-qmix", env=args.env, preset=args.preset).lagma
     episodes = random_episodes(args.env, args.episodes, args.seed)
     every_state = torch.from_numpy(np.concatenate(episodes))
     memory = LAGMAMemory(state_dim=every_state.shape[1], n_codes=c.lagma_n_codes, latent_dim=c.lagma_latent_dim,
@@ -63,7 +66,8 @@ def main() -> None:
                          commit_coef=c.lagma_commit_coef, coverage_coef=c.lagma_coverage_coef, seed=args.seed)
     length = float(np.mean([len(e) - 1 for e in episodes]))
     print(f"{args.env}: {len(episodes)} random episodes, {every_state.shape[0]} states of size {every_state.shape[1]}, "
-          f"mean length {length:.1f}; feature std (mean over features) {every_state.std(0).mean():.4f}")
+          f"mean length {length:.1f}; feature std (mean over features) {every_state.std(0).mean():.4f}; "
+          f"{c.lagma_n_codes} codes, coefficients {c.lagma_vq_coef} / {c.lagma_commit_coef} / {c.lagma_coverage_coef}")
     print("| step | codes used | perplexity | encoding spread | nearest codes' distance |")
     print("|---:|---:|---:|---:|---:|")
     rng = np.random.default_rng(args.seed + 1)
