@@ -214,14 +214,16 @@ def describe_presets() -> list[str]:
             lines.append(f"--runtime {name} (semzoo's runtime before 0.3): {sets}")
     for name, rules in PRESETS.items():
         for rule in rules:
-            sets = ", ".join(f"{key.partition('.')[2]}={'unset' if value is None else value}"
-                             for key, value in rule.fields.items())
-            on_maps = "".join(f"; on {map_name}: " + ", ".join(f"{key.partition('.')[2]}={value}"
-                                                              for key, value in fields.items())
-                              for map_name, fields in rule.per_map.items())
+            on_maps = "".join(f"; on {map_name}: {_fields_text(fields)}" for map_name, fields in rule.per_map.items())
             refused = "".join(f"; refused on {map_name} ({why})" for map_name, why in rule.unbuilt.items())
-            lines.append(f"--preset {name}, {rule.applies_to}: {sets}{on_maps}{refused}  [{rule.source}]")
+            lines.append(f"--preset {name}, {rule.applies_to}: {_fields_text(rule.fields)}{on_maps}{refused}  "
+                         f"[{rule.source}]")
     return lines
+
+
+def _fields_text(fields: Mapping[str, Any]) -> str:
+    """'qplex_transformation=qatten, learn_start_episodes=unset': a rule's fields by name, for ``describe_presets``."""
+    return ", ".join(f"{key.partition('.')[2]}={'unset' if value is None else value}" for key, value in fields.items())
 
 
 __all__ = ["DEFAULT_RUNTIME", "NO_PRESET", "PRESETS", "RUNTIMES", "PresetRule", "apply_preset", "check_preset_map",

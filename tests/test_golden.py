@@ -36,10 +36,11 @@ pytestmark = pytest.mark.skipif(pinning_unavailable() is not None, reason=str(pi
 
 def _cases():
     for env in ENVS:
-        marks = [pytest.mark.smax] if env.startswith("smax:") else []
+        smax = env.startswith("smax:")
+        marks = [pytest.mark.smax] if smax else []
         for algo in ALGOS:
             # SMAX rows take 30-45 s each: make test keeps the default algorithm's, make test-slow checks the rest
-            slow = [pytest.mark.slow] if env.startswith("smax:") and algo != "sem-qmix" else []
+            slow = [pytest.mark.slow] if smax and algo != "sem-qmix" else []
             yield pytest.param(env, algo, marks=marks + slow, id=f"{env}|{algo}")
 
 
