@@ -207,7 +207,7 @@ def describe_presets() -> list[str]:
     """One line per runtime, then one per rule of every preset, for ``semzoo algos``."""
     lines = []
     for name, fields in RUNTIMES.items():
-        sets = ", ".join(f"{key.rpartition('.')[2]}={value}" for key, value in fields.items())
+        sets = _fields_text(fields)
         if name == DEFAULT_RUNTIME:
             lines.append(f"--runtime {name} (the default, the paper's): {sets}  [{RUNTIME_SOURCE}]")
         else:
@@ -222,8 +222,8 @@ def describe_presets() -> list[str]:
 
 
 def _fields_text(fields: Mapping[str, Any]) -> str:
-    """'qplex_transformation=qatten, learn_start_episodes=unset': a rule's fields by name, for ``describe_presets``."""
-    return ", ".join(f"{key.partition('.')[2]}={'unset' if value is None else value}" for key, value in fields.items())
+    """'n_envs=1, timeout_as_terminal=True': a runtime's or a rule's fields by name, for ``describe_presets``."""
+    return ", ".join(f"{key.rpartition('.')[2]}={'unset' if value is None else value}" for key, value in fields.items())
 
 
 __all__ = ["DEFAULT_RUNTIME", "NO_PRESET", "PRESETS", "RUNTIMES", "PresetRule", "apply_preset", "check_preset_map",
