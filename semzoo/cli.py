@@ -766,23 +766,33 @@ def report(
     threads: int = typer.Option(1, metavar="INTEGER",
                                 help="torch CPU threads (its OpenMP pool) of this command; 0 keeps torch's "
                                 "default (one per core). One leaves the other cores to training runs beside it."),
+    compare: list[str] | None = typer.Option(
+        None, metavar="'X vs Y'", show_default=False,
+        help="Also report P(X > Y) for these two run labels (as the tables name them), e.g. 'qmix td_lambda=0.6 "
+        "vs sem-qmix'; repeat for more pairs. The report compares a memory with its base and SEM, and a setting "
+        "with the runs it departs from, by itself."),
 ) -> None:
     """Write the evaluation-protocol report of the runs.
 
     The protocol of Gorsane et al. (2022): IQM and mean with bootstrap CIs, probability of improvement,
     performance profiles, sample-efficiency curves, the paper's table and a marl-eval JSON export.
     """
+    from semzoo.analysis.protocol import parse_compare
     from semzoo.analysis.protocol import report as protocol_report
 
     steps = _at_steps(at)
     if reps < 1:
         fail(f"--reps {reps}: expected a positive number of bootstrap replications, e.g. 2000", USAGE_ERROR)
+    try:
+        pairs = [parse_compare(text) for text in compare or []]
+    except ValueError as err:
+        fail(str(err), USAGE_ERROR)
     _set_threads(threads)
     with _warnings_now():
         try:
             done = protocol_report(folder, steps, metric=metric, out=out, reps=reps,
                                    absolute=_compute_absolute() if absolute else None,
-                                   echo=lambda line: typer.echo(line, err=True))
+                                   echo=lambda line: typer.echo(line, err=True), compare=pairs)
         except (ValueError, TypeError) as err:
             fail(str(err))
     typer.echo(done.markdown)

@@ -254,6 +254,42 @@ def test_cli_names_the_known_metrics_for_an_unknown_one(runs_root):
     assert "unknown metric 'test_win'" in result.output and "test_win_rate" in result.output
 
 
+def test_cli_compare_adds_the_probability_of_improvement_of_a_pair_it_does_not_compare_by_itself(runs_root, tmp_path):
+    plain = cli(runs_root, "--at", AT, "--reps", REPS, "--out", tmp_path / "plain")
+    assert plain.exit_code == 0, plain.output
+    assert "| qmix | sem-qmix |" not in plain.output  # by itself a report asks only P(sem-qmix > qmix)
+    result = cli(runs_root, "--at", AT, "--reps", REPS, "--out", tmp_path / "out", "--compare", "qmix vs sem-qmix")
+    assert result.exit_code == 0, result.output
+    rows = [line for line in result.output.splitlines() if line.endswith("| qmix | sem-qmix | 8 / 8 |")]
+    # 3m: qmix's 1.6 beats sem-qmix's 8 runs, its other 7 runs beat none: 8 wins of 64 pairs (1 - 56/64)
+    assert len(rows) == 1 and rows[0].startswith(f"| smax:3m | {8 / 64:.3f} [")
+    assert "| smax:2s3z | 0.500 [0.500, 0.500] | qmix | sem-qmix | 4 / 4 |" in result.output  # ties count a half
+    assert "| smax:3m | 0.875 [" in result.output  # the report's own pair stays
+
+
+def test_improvements_add_the_extra_pairs_once(runs_root):
+    runs = load_runs(runs_root)
+    pois = improvements(runs, metric_at("test_win_rate", AT), AT, reps=REPS,
+                        extra=[("qmix", "sem-qmix"), ("sem-qmix", "qmix")])
+    assert sorted({(r.algo, r.base) for r in pois}) == [("qmix", "sem-qmix"), ("sem-qmix", "qmix")]
+    assert len(pois) == 6  # each pair on 3m, 2s3z and across the two envs, once
+    reverse = {r.env: r.probability.value for r in pois if r.algo == "qmix"}
+    assert reverse["smax:3m"] == pytest.approx(8 / 64, abs=1e-12)
+
+
+@pytest.mark.parametrize(("text", "code", "says"), [
+    ("qmix sem-qmix", 2, "expected two different run labels around ' vs '"),
+    ("qmix vs qmix", 2, "expected two different run labels"),
+    ("qmix vs sem-qmix vs vdn", 2, "expected two different run labels"),
+    ("qmix td_lambda=0.6 vs qmix", 1, "no run is labelled 'qmix td_lambda=0.6'; the labels of these runs: qmix, sem-qmix"),
+])
+def test_cli_compare_rejects_a_malformed_pair_or_an_unknown_label_in_one_line(runs_root, text, code, says):
+    result = cli(runs_root, "--at", AT, "--reps", REPS, "--compare", text)
+    assert result.exit_code == code, result.output
+    assert says in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("at", ["abc", "100,x", "-5"])
 def test_cli_rejects_a_bad_at_as_a_usage_error(runs_root, at):
     result = cli(runs_root, "--at", at)

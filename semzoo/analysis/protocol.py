@@ -275,6 +275,29 @@ def compared_pairs(algos: Sequence[str]) -> list[tuple[str, str]]:
     return list(dict.fromkeys(memory_pairs(algos) + setting_pairs(algos)))
 
 
+COMPARE_SEPARATOR = " vs "
+"""Between the two labels of a ``--compare`` pair: ``'qmix td_lambda=0.6 vs sem-qmix'`` asks for P(X > Y)."""
+
+
+def parse_compare(text: str) -> tuple[str, str]:
+    """``'X vs Y'`` -> (X, Y), two run labels (``runfiles.run_labels``) around one `` vs ``; ValueError otherwise."""
+    parts = [part.strip() for part in text.split(COMPARE_SEPARATOR)]
+    if len(parts) != 2 or not all(parts) or parts[0] == parts[1]:
+        raise ValueError(f"--compare {text!r}: expected two different run labels around ' vs ', e.g. "
+                         "'qmix td_lambda=0.6 vs sem-qmix' (the labels of a report's tables)")
+    return parts[0], parts[1]
+
+
+def check_compare(runs: Sequence[RunSeries], pairs: Sequence[tuple[str, str]]) -> None:
+    """ValueError naming a label of ``pairs`` that no run carries, and the labels the runs do carry."""
+    labels = sorted({algo for algos in _grouped(runs).values() for algo in algos})
+    for pair in pairs:
+        for label in pair:
+            if label not in labels:
+                raise ValueError(f"--compare {COMPARE_SEPARATOR.join(pair)!r}: no run is labelled {label!r}; "
+                                 f"the labels of these runs: {', '.join(labels)}")
+
+
 @dataclass(frozen=True)
 class WallCost:
     """The wall-clock time of an (env, algo)'s finished runs, from their ``final.json``."""
@@ -469,11 +492,13 @@ def _memory_use_table(rows: Sequence[MemoryUse]) -> str:
 
 
 def improvements(runs: Sequence[RunSeries], score: Score, step: int | str,
-                 reps: int = DEFAULT_REPS) -> list[Improvement]:
-    """P(X > Y) per env where both have scores, and across those envs (same seed rule), for the ``compared_pairs``:
-    a memory variant against its base (and SEM), a setting's variant against the runs it departs from."""
+                 reps: int = DEFAULT_REPS, extra: Sequence[tuple[str, str]] = ()) -> list[Improvement]:
+    """P(X > Y) per env where both have scores, and across those envs (same seed rule), for the ``compared_pairs``
+    (a memory variant against its base and SEM, a setting's variant against the runs it departs from), then for the
+    ``extra`` pairs (X, Y) of labels asked for (``--compare``) that are not among them."""
     groups = _grouped(runs)
-    pairs = compared_pairs(sorted({algo for algos in groups.values() for algo in algos}))
+    pairs = list(dict.fromkeys(compared_pairs(sorted({algo for algos in groups.values() for algo in algos}))
+                               + list(extra)))
     cases: dict[tuple[str, str, str], list[np.ndarray]] = {}
     for algo, base in pairs:
         x_envs, y_envs = [], []
@@ -829,7 +854,7 @@ def _improvement_table(rows: Sequence[Improvement], title: str) -> str:
 
 def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None = None,
            out: str | Path | None = None, reps: int = DEFAULT_REPS, absolute: AbsoluteMetric | None = None,
-           echo: Callable[[str], None] = lambda line: None) -> Report:
+           echo: Callable[[str], None] = lambda line: None, compare: Sequence[tuple[str, str]] = ()) -> Report:
     """Statistics, figures, marl-eval export and ``report.md`` for the runs under ``root`` (into ``out``).
 
     ``echo`` receives progress lines (the CLI prints them on stderr): bootstraps take a while at 2,000 reps.
@@ -838,6 +863,8 @@ def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None
     ``metric`` None: the win rate where the runs log it, else the test return; ``echo`` gets a line naming the fallback.
     ``at`` None: the paper's 250k and 500k where every run reached them, else the runs' last common evaluation and
     its half (``default_steps``); ``echo`` gets a line naming them.
+    ``compare``: pairs (X, Y) of run labels whose P(X > Y) the report adds to the pairs it compares by itself
+    (``compared_pairs``), e.g. TD(lambda) against SEM; ValueError for a label no run carries.
     """
     require_rliable()
     if reps < 1:
@@ -849,6 +876,7 @@ def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None
         at, steps_note = default_steps(runs, metric)
         notes.append(steps_note)
     check_steps(runs, metric, at)
+    check_compare(runs, compare)
     code_lines = mixed_code(runs)
     for note in [*notes, *code_lines]:
         if note:
@@ -871,7 +899,7 @@ def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None
     for step in at:
         echo(f"bootstrapping {metric} at {step:,} env steps ({len(runs)} runs, {reps} replications)")
         rows = aggregates(runs, metric_at(metric, step), step, reps)
-        pois = improvements(runs, metric_at(metric, step), step, reps)
+        pois = improvements(runs, metric_at(metric, step), step, reps, compare)
         all_aggregates += rows
         all_improvements += pois
         sections += ["", _aggregate_table(rows, f"## {metric} at {step:,} env steps")]
@@ -881,7 +909,7 @@ def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None
     score = absolute_score(metric)
     if any(not math.isnan(score(run)) for run in runs):
         rows = aggregates(runs, score, ABSOLUTE, reps)
-        pois = improvements(runs, score, ABSOLUTE, reps)
+        pois = improvements(runs, score, ABSOLUTE, reps, compare)
         all_aggregates += rows
         all_improvements += pois
         with_record = sum(not math.isnan(score(run)) for run in runs)
@@ -957,6 +985,7 @@ __all__ = [
     "marl_eval_data",
     "memory_pairs",
     "memory_use",
+    "parse_compare",
     "plot_performance_profiles",
     "plot_sample_efficiency",
     "plot_sensitivity",
