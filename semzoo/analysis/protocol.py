@@ -39,6 +39,7 @@ from semzoo.analysis.report import (
     _colours,
     _figure,
     _grouped,
+    _labels,
     _save,
     curve_steps,
     default_steps,
@@ -290,7 +291,7 @@ def parse_compare(text: str) -> tuple[str, str]:
 
 def check_compare(runs: Sequence[RunSeries], pairs: Sequence[tuple[str, str]]) -> None:
     """ValueError naming a label of ``pairs`` that no run carries, and the labels the runs do carry."""
-    labels = sorted({algo for algos in _grouped(runs).values() for algo in algos})
+    labels = _labels(_grouped(runs))
     for pair in pairs:
         for label in pair:
             if label not in labels:
@@ -497,8 +498,7 @@ def improvements(runs: Sequence[RunSeries], score: Score, step: int | str,
     (a memory variant against its base and SEM, a setting's variant against the runs it departs from), then for the
     ``extra`` pairs (X, Y) of labels asked for (``--compare``) that are not among them."""
     groups = _grouped(runs)
-    pairs = list(dict.fromkeys(compared_pairs(sorted({algo for algos in groups.values() for algo in algos}))
-                               + list(extra)))
+    pairs = list(dict.fromkeys(compared_pairs(_labels(groups)) + list(extra)))
     cases: dict[tuple[str, str, str], list[np.ndarray]] = {}
     for algo, base in pairs:
         x_envs, y_envs = [], []
@@ -565,7 +565,7 @@ def plot_performance_profiles(runs: Sequence[RunSeries], metric: str, at: Sequen
     from rliable import library
 
     groups = _grouped(runs)
-    algos = sorted({algo for algos in groups.values() for algo in algos})
+    algos = _labels(groups)
     colours = _colours(algos)
     plt, fig, axes = _figure(len(at))
     for ax, step in zip(axes, at):

@@ -232,6 +232,11 @@ def _grouped(runs: Iterable[RunSeries]) -> dict[str, dict[str, list[RunSeries]]]
     return {env: {algo: sorted(out[env][algo], key=lambda r: r.seed) for algo in sorted(out[env])} for env in out}
 
 
+def _labels(groups: dict[str, dict[str, list[RunSeries]]]) -> list[str]:
+    """The algorithm labels of ``_grouped``'s groups over every env, sorted, each once."""
+    return sorted({algo for algos in groups.values() for algo in algos})
+
+
 def last_logged(run: RunSeries, metric: str) -> int:
     """The last env step at which ``run`` logged ``metric`` (0 when it never did)."""
     return int(run.metrics[metric][0][-1]) if metric in run.metrics and len(run.metrics[metric][0]) else 0
@@ -330,7 +335,7 @@ def metric_panels(runs: Sequence[RunSeries], metric: str):
               for env, algos in _grouped(runs).items()}
     groups = {env: {algo: seeds for algo, seeds in algos.items() if seeds} for env, algos in groups.items()}
     groups = {env: algos for env, algos in groups.items() if algos}
-    colours = _colours(sorted({algo for algos in groups.values() for algo in algos}))
+    colours = _colours(_labels(groups))
     plt, fig, axes = _figure(len(groups))
     return plt, fig, [(ax, env, algos) for ax, (env, algos) in zip(axes, groups.items())], colours
 
@@ -364,7 +369,7 @@ def plot_targets(runs: Sequence[RunSeries], path: str | Path) -> Path | None:
     if not present:
         return None
     groups = _grouped(r for r in runs if any(m in r.metrics for m in present))
-    colours = _colours(sorted({algo for algos in groups.values() for algo in algos}))
+    colours = _colours(_labels(groups))
     plt, fig, axes = _figure(len(groups))
     for ax, (env, algos) in zip(axes, groups.items()):
         for algo, seeds in algos.items():
@@ -448,7 +453,7 @@ def score_table(runs: Sequence[RunSeries], at: Sequence[int], metric: str | None
         raise ValueError(f"--at {list(at)}: expected one or more non-negative env-step counts, e.g. 250000,500000")
     groups = _grouped(runs)
     envs = list(groups)
-    algos = sorted({algo for algos in groups.values() for algo in algos})
+    algos = _labels(groups)
     rows = []
     for step in at:
         for algo in algos:
