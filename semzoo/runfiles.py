@@ -183,12 +183,16 @@ def varying_settings(configs: Sequence[TrainConfig]) -> list[str]:
 
 
 def _varying(configs: Sequence[TrainConfig], variants: Sequence[dict[str, Any]]) -> list[str]:
+    # a setting a run's variant leaves out holds what its runtime or preset set (``resolved_fields``), else the
+    # field's default: a former-runtime run with --timeout-as-terminal differs from its runtime's runs there, not
+    # from the paper's-runtime default it happens to equal
     defaults = {f.key: f.default for f in config_fields()}
+    fallbacks = [{**defaults, RUNTIME_KEY: DEFAULT_RUNTIME, **resolved_fields(c)} for c in configs]
     with_memory = [memory_of(c.algo) != NO_MEMORY for c in configs]
     keys = dict.fromkeys(key for variant in variants for key in variant)
     return [key for key in keys
-            if len({json.dumps(v.get(key, defaults[key]), sort_keys=True)
-                    for v, memory in zip(variants, with_memory, strict=True)
+            if len({json.dumps(v.get(key, fallback.get(key)), sort_keys=True)
+                    for v, fallback, memory in zip(variants, fallbacks, with_memory, strict=True)
                     if memory or not key.startswith("memory.")}) > 1]
 
 

@@ -183,3 +183,20 @@ def test_the_metric_rows_log_how_many_episodes_a_time_limit_ended(tmp_path):
 
     assert timeout_rates(episode_limit=1) == [1.0] * 4  # every episode cut at step 1 of 2
     assert set(timeout_rates()) == {0.0}  # the game ends on its own at step 2
+
+
+def test_a_runtime_field_typed_back_to_the_default_names_the_run_apart_from_its_runtime():
+    # the former runtime bootstraps at time limits; a run of it with --timeout-as-terminal (the paper runtime's value
+    # and the field's default) is a setting of its own, not pooled with the former runtime's runs
+    former = TrainConfig(algo="qmix", runtime="semzoo-0.2", sequential=True, pinned=("sequential",))
+    terminal = TrainConfig(algo="qmix", runtime="semzoo-0.2", sequential=True,
+                           learner=LearnerConfig(timeout_as_terminal=True),
+                           pinned=("sequential", "learner.timeout_as_terminal"))
+    bootstrap = TrainConfig(algo="qmix", learner=LearnerConfig(timeout_as_terminal=False),
+                            pinned=("learner.timeout_as_terminal",))
+    assert terminal.learner.timeout_as_terminal and not former.learner.timeout_as_terminal
+    assert run_labels([former, terminal, TrainConfig(algo="qmix")]) == [
+        "qmix runtime=semzoo-0.2", "qmix runtime=semzoo-0.2 timeout_as_terminal=true", "qmix"]
+    assert run_labels([former, terminal, bootstrap, TrainConfig(algo="qmix")]) == [
+        "qmix runtime=semzoo-0.2", "qmix runtime=semzoo-0.2 timeout_as_terminal=true",
+        "qmix timeout_as_terminal=false", "qmix"]
