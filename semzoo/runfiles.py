@@ -177,8 +177,9 @@ def run_variant(config: TrainConfig) -> dict[str, Any]:
 
 
 def varying_settings(configs: Sequence[TrainConfig]) -> list[str]:
-    """The keys of the section settings (``run_variant``) whose value is not the same in every config, a default
-    counting as its value, in the config's order; a memory setting among the configs with episodic memory only."""
+    """The keys of the section settings (``run_variant``) whose value is not the same in every config, a setting a
+    config leaves out counting as what its runtime or preset set, else as the default, in the config's order; a
+    memory setting among the configs with episodic memory only."""
     return _varying(configs, [run_variant(c) for c in configs])
 
 
