@@ -166,14 +166,20 @@ def run_variant(config: TrainConfig) -> dict[str, Any]:
     out: dict[str, Any] = {RUNTIME_KEY: config.runtime} if config.runtime != DEFAULT_RUNTIME else {}
     if preset_fields(config.preset, config.algo, config.env):
         out[PRESET_KEY] = config.preset
-    resolved = resolved_fields(config)
+    unset = _unset_values(config)
     for f in config_fields():
         if f.section is None or (f.section == "memory" and not has_memory):
             continue
         value = data[f.section][f.name]
-        if value != resolved.get(f.key, f.default):
+        if value != unset[f.key]:
             out[f.key] = value
     return out
+
+
+def _unset_values(config: TrainConfig) -> dict[str, Any]:
+    """Key -> the value a setting holds in ``config`` when it is left out of its variant: what the config's runtime
+    or preset set (``resolved_fields``), else the field's default."""
+    return {**{f.key: f.default for f in config_fields()}, **resolved_fields(config)}
 
 
 def varying_settings(configs: Sequence[TrainConfig]) -> list[str]:
@@ -184,16 +190,14 @@ def varying_settings(configs: Sequence[TrainConfig]) -> list[str]:
 
 
 def _varying(configs: Sequence[TrainConfig], variants: Sequence[dict[str, Any]]) -> list[str]:
-    # a setting a run's variant leaves out holds what its runtime or preset set (``resolved_fields``), else the
-    # field's default: a former-runtime run with --timeout-as-terminal differs from its runtime's runs there, not
-    # from the paper's-runtime default it happens to equal
-    defaults = {f.key: f.default for f in config_fields()}
-    fallbacks = [{**defaults, RUNTIME_KEY: DEFAULT_RUNTIME, **resolved_fields(c)} for c in configs]
+    # a former-runtime run with --timeout-as-terminal differs from its runtime's runs there, not from the
+    # paper's-runtime default it happens to equal
+    unset = [_unset_values(c) for c in configs]
     with_memory = [memory_of(c.algo) != NO_MEMORY for c in configs]
     keys = dict.fromkeys(key for variant in variants for key in variant)
     return [key for key in keys
-            if len({json.dumps(v.get(key, fallback.get(key)), sort_keys=True)
-                    for v, fallback, memory in zip(variants, fallbacks, with_memory, strict=True)
+            if len({json.dumps(v.get(key, left_out[key]), sort_keys=True)
+                    for v, left_out, memory in zip(variants, unset, with_memory, strict=True)
                     if memory or not key.startswith("memory.")}) > 1]
 
 
