@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from semzoo import TrainConfig, train
-from semzoo.analysis.protocol import SELF_HIT_LIMIT, memory_use
+from semzoo.analysis.protocol import SELF_HIT_LIMIT, MemoryUse, memory_use
 from semzoo.analysis.report import load_runs
 from semzoo.cli import app
-from semzoo.config import LearnerConfig, MemoryConfig
+from semzoo.config import LAGMAConfig, LearnerConfig, MemoryConfig
 
 STEPS = 400
 
@@ -28,10 +28,12 @@ def _names(run_dir: Path) -> dict[str, list[float]]:
 
 
 def _train(algo: str, out: Path, seed: int = 0) -> Path:
+    # LAGMA's codebook from the first update, its latent within the two-step game's 4 state features
+    lagma = LAGMAConfig(lagma_latent_dim=2, lagma_start_steps=0, lagma_codebook_interval=1, lagma_top_k=2)
     config = TrainConfig(env="matrix:two_step", algo=algo, steps=STEPS, seed=seed, n_envs=4, test_interval=200,
                          test_episodes=2, log_interval=100, save_interval=0, sequential=True, out=str(out),
                          memory=MemoryConfig(pending_size=40, capacity=1000),
-                         learner=LearnerConfig(batch_size=4, buffer_size=32))
+                         learner=LearnerConfig(batch_size=4, buffer_size=32), lagma=lagma)
     run_dir, _ = train(config, progress=False, tensorboard=False)
     return Path(run_dir)
 
@@ -39,7 +41,8 @@ def _train(algo: str, out: Path, seed: int = 0) -> Path:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("diagnostics")
-    return {algo: _train(algo, out) for algo in ("sem-qmix", "saem-qmix", "emc-qmix", "emu-qmix", "mc-qmix", "qmix")}
+    return {algo: _train(algo, out)
+            for algo in ("sem-qmix", "saem-qmix", "emc-qmix", "emu-qmix", "lagma-qmix", "mc-qmix", "qmix")}
 
 
 @pytest.mark.parametrize("algo", ["sem-qmix", "saem-qmix", "emc-qmix", "emu-qmix"])
@@ -86,6 +89,23 @@ def test_report_shows_what_the_memories_did(runs, tmp_path):
     assert "## What the memories did" in text
     table = text.split("## What the memories did")[1]
     assert "| matrix:two_step | sem-qmix |" in table and "| matrix:two_step | emu-qmix |" in table
+    assert "| codes in use | code perplexity | extrinsic reward, mean |" in table
+    assert "**Codebooks:** lagma-qmix on matrix:two_step had " in table
+
+
+def test_a_codebook_memory_is_read_as_one_not_as_a_table_of_returns(runs):
+    uses = {u.algo: u for u in memory_use(load_runs(runs["sem-qmix"].parent))}
+    lagma, sem = uses["lagma-qmix"], uses["sem-qmix"]
+    assert lagma.codebook and not sem.codebook
+    assert {"lagma_codes_used", "lagma_perplexity", "lagma_reward_extrinsic", "reward_incentive"} <= set(lagma.figures)
+    codes = lagma.figures["lagma_codes_used"][0]
+    assert 1 <= codes <= LAGMAConfig().lagma_n_codes and 1.0 <= lagma.figures["lagma_perplexity"][0] <= codes + 1e-6
+    # however few of its lookups meet a code of more than one episode, its incentive is no return target
+    forced = MemoryUse(env=lagma.env, algo=lagma.algo, runs=1,
+                       figures={**lagma.figures, "memory_cross_hit_rate": (0.0, 0.0, 0.0)})
+    assert not forced.self_hits_only
+    assert MemoryUse(env=sem.env, algo=sem.algo, runs=1,
+                     figures={**sem.figures, "memory_cross_hit_rate": (0.0, 0.0, 0.0)}).self_hits_only
 
 
 smax = pytest.mark.smax

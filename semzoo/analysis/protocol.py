@@ -381,11 +381,14 @@ def _wall_cost_table(rows: Sequence[WallCost]) -> str:
 MEMORY_DIAGNOSTICS = (("memory_hit_rate", "hit rate", "last"), ("memory_merge_rate", "merge rate", "last"),
                       ("memory_cross_hit_rate", "cross-hit rate", "last"),
                       ("memory_desirable_hit_share", "hits with N_d > 0", "last"),
-                      ("reward_incentive", "incentive, mean", "mean"), ("reward_curiosity", "curiosity, mean", "mean"))
-"""The figures that show a memory acting (semzoo.episodic.tables.TableUsage): metric, column, how a run's rows
-become one number ("last": the last row, a rate since the run started, except the hit rate, that of its last
-window; "mean": the mean over the run's rows). A run from before ``memory_merge_rate`` was logged has its merge rate
-derived where it can be (``derived_merge_rate``)."""
+                      ("reward_incentive", "incentive, mean", "mean"), ("reward_curiosity", "curiosity, mean", "mean"),
+                      ("lagma_codes_used", "codes in use", "last"), ("lagma_perplexity", "code perplexity", "last"),
+                      ("lagma_reward_extrinsic", "extrinsic reward, mean", "mean"))
+"""The figures that show a memory acting (semzoo.episodic.tables.TableUsage; a codebook memory's, LAGMA's, from
+semzoo.episodic.lagma): metric, column, how a run's rows become one number ("last": the last row, a rate since the
+run started, except the hit rate, that of its last window, and the codes in use and their perplexity, those of the
+states stored since the row before; "mean": the mean over the run's rows). A run from before ``memory_merge_rate``
+was logged has its merge rate derived where it can be (``derived_merge_rate``)."""
 SELF_HIT_LIMIT = 0.01
 """A memory whose cross-hit rate stays below this answers almost only with the entry its own step wrote."""
 
@@ -403,10 +406,17 @@ class MemoryUse:
     """Of the runs behind the merge rate, those whose rate is derived (``derived_merge_rate``), not logged."""
 
     @property
+    def codebook(self) -> bool:
+        """A codebook memory (LAGMA): its entries are learned codes, its hit rate is the share of looked-up steps on a
+        reference sequence (where its incentive acts), and no return of its table enters a target."""
+        return "lagma_codes_used" in self.figures
+
+    @property
     def self_hits_only(self) -> bool:
-        """Its lookups were answered (almost) only by entries of a single visit: its E is each step's own return."""
+        """Its lookups were answered (almost) only by entries of a single visit: its E is each step's own return.
+        Never for a codebook memory, whose lookups feed an incentive, not a return target."""
         cross = self.figures.get("memory_cross_hit_rate")
-        return cross is not None and cross[2] < SELF_HIT_LIMIT
+        return cross is not None and cross[2] < SELF_HIT_LIMIT and not self.codebook
 
 
 def derived_merge_rate(run: RunSeries) -> float | None:
@@ -465,7 +475,10 @@ def _memory_use_table(rows: Sequence[MemoryUse]) -> str:
              "target (a self-hit, the entry the step itself wrote, is a hit but not a cross hit). Both since the "
              "run started, at its last row; the hit rate is that of the last row's window. A merge rate marked * is "
              "derived for runs from before it was logged: (writes - entries) / writes, writes = env steps - pending "
-             "steps, only for runs whose entries stayed below the table's capacity (nothing evicted).", "",
+             "steps, only for runs whose entries stayed below the table's capacity (nothing evicted). For a codebook "
+             "memory (LAGMA) an entry is a code: the merge rate is the share of stored steps whose code an earlier "
+             "episode visited, the hit rate the share of looked-up steps on a reference sequence (where its incentive "
+             "acts), the cross-hit rate the share on one at a code more than one episode visited.", "",
              "| env | algo | runs | " + " | ".join(column for _, column in names) + " |",
              "|---|---|---:|" + "---|" * len(names)]
     for r in rows:
@@ -484,12 +497,32 @@ def _memory_use_table(rows: Sequence[MemoryUse]) -> str:
                   + f" answered fewer than {SELF_HIT_LIMIT:.0%} of lookups from an entry of more than one visit, so "
                   "its target was (almost) each step's own return: what it adds over the base is return mixing, "
                   "not memory of other episodes (compare with mc-<base>)."]
+    codebooks = [r for r in rows if r.codebook]
+    if codebooks:
+        lines += ["", "**Codebooks:** " + "; ".join(_codebook_text(r) for r in codebooks) + "."]
     incentive = [r for r in rows if "reward_incentive" in r.figures and r.figures["reward_incentive"][2] == 0.0]
     if incentive:
         lines += ["", "**No incentive:** " + ", ".join(f"{r.algo} on {r.env}" for r in incentive)
                   + ": the episodic incentive was exactly zero in every logged row; its intrinsic reward was "
                   "curiosity alone."]
     return "\n".join(lines)
+
+
+def _codebook_text(r: MemoryUse) -> str:
+    """One codebook memory's reading: how many codes its states used, and how often its incentive could act."""
+    def figure(name: str, form: str) -> str:
+        median, low, high = r.figures[name]
+        return f"{median:{form}}" if r.runs == 1 or low == high else f"{median:{form}} ({low:{form}}-{high:{form}})"
+
+    text = f"{r.algo} on {r.env} had {figure('lagma_codes_used', '.0f')} codes in use at its last row"
+    if "lagma_perplexity" in r.figures:
+        text += f" (perplexity {figure('lagma_perplexity', '.3g')})"
+    if "memory_hit_rate" in r.figures:
+        text += f", {figure('memory_hit_rate', '.2%')} of looked-up steps on a reference sequence"
+    if "reward_incentive" in r.figures and "lagma_reward_extrinsic" in r.figures:
+        text += (f", an incentive of {figure('reward_incentive', '.3g')} per step against an extrinsic reward of "
+                 f"{figure('lagma_reward_extrinsic', '.3g')}")
+    return text
 
 
 def improvements(runs: Sequence[RunSeries], score: Score, step: int | str,
