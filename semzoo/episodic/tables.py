@@ -425,8 +425,10 @@ class TableUsage:
     ``memory_merge_rate``: the share of writes that met an existing entry (an equal key for SEM and SAEM, a key
     within the tolerance for EMC and EMU, or an earlier write of the same batch); ``memory_cross_hit_rate``: the
     share of lookups answered by an entry that holds more than one visit, so that a return of another visit
-    (usually another episode) could reach the target. A lookup answered by the entry its own step wrote, the
-    only kind where states never repeat, is a self-hit: it counts in ``memory_hit_rate`` but not here.
+    could reach the target. A lookup answered by the entry its own step wrote, the only kind where states never
+    repeat, is a self-hit: it counts in ``memory_hit_rate`` but not here. Both rates count a state that recurs
+    within its own episode (an env step that leaves the state unchanged) like one another episode reached; only the
+    second brings another episode's return (``scripts/state_repeats.py`` tells the two apart in a run's buffer).
     """
 
     COUNTERS = ("writes", "merges", "lookups", "hits", "cross_hits")
