@@ -3,8 +3,8 @@
 SEM's key is the float32 bits of a random projection of the state, so two steps share an entry exactly when their
 states are equal (two different states meet only by a float32 coincidence of all the projection's values). The
 table's ``memory_merge_rate`` counts every write that met an entry, and its cross-hit rate every lookup answered by
-an entry of more than one visit: both count a state that recurs within one episode (units that stand still, a
-step whose state the env does not change) the same as a state that another episode reached. Only the second can
+an entry of more than one visit: both count a state that recurs within one episode (a state the episode returns
+to, or one a step leaves unchanged) the same as a state that another episode reached. Only the second can
 bring another episode's return into a target.
 
 For each run directory this reads the replay buffer of its newest checkpoint (the last ``buffer_size`` episodes,
@@ -51,9 +51,9 @@ class Repeats:
     """Distinct states that more than one episode holds, over distinct states."""
 
 
-def step_states(length: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The steps of a packed buffer (each episode's ``length + 1`` states one after another): their states [K, F],
-    episode index [K] and time index [K], the state after the last step left out."""
+def step_states(length: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The steps of a packed buffer (each episode's ``length + 1`` states one after another): their states [K, F]
+    and episode index [K], the state after the last step left out."""
     length = np.asarray(length, np.int64)
     if length.ndim != 1 or (length < 0).any():
         raise ValueError(f"length has shape {length.shape} or negative entries; expected one length >= 0 an episode")
@@ -64,12 +64,12 @@ def step_states(length: np.ndarray, state: np.ndarray) -> tuple[np.ndarray, np.n
     start = np.r_[0, np.cumsum(length + 1)[:-1]]
     time = np.arange(state.shape[0]) - np.repeat(start, length + 1)
     step = time < np.repeat(length, length + 1)
-    return state[step], episode[step], time[step]
+    return state[step], episode[step]
 
 
 def classify(length: np.ndarray, state: np.ndarray) -> Repeats:
     """Sort the steps of a packed buffer by where their state recurs."""
-    states, episode, time = step_states(length, state)
+    states, episode = step_states(length, state)
     steps = states.shape[0]
     if steps == 0:
         raise ValueError("the buffer holds no steps")
@@ -81,9 +81,9 @@ def classify(length: np.ndarray, state: np.ndarray) -> Repeats:
     episodes_per_state = np.bincount(pairs[:, 0], minlength=count.size)
     repeated = count[state_id] > 1
     other = episodes_per_state[state_id] > 1
-    previous = np.zeros(steps, bool)
-    previous[1:] = (time[1:] > 0) & (state_id[1:] == state_id[:-1]) & (episode[1:] == episode[:-1])
-    return Repeats(episodes=int(np.asarray(length).size), steps=steps, unique=float((~repeated).mean()),
+    previous = np.zeros(steps, bool)  # consecutive steps of one episode are t - 1 and t
+    previous[1:] = (state_id[1:] == state_id[:-1]) & (episode[1:] == episode[:-1])
+    return Repeats(episodes=len(length), steps=steps, unique=float((~repeated).mean()),
                    own_episode=float((repeated & ~other).mean()), other_episodes=float(other.mean()),
                    same_as_previous=float(previous.mean()), merge_rate=float((steps - count.size) / steps),
                    shared_states=float((episodes_per_state > 1).mean()))

@@ -427,7 +427,7 @@ class TableUsage:
     share of lookups answered by an entry that holds more than one visit, so that a return of another visit
     could reach the target. A lookup answered by the entry its own step wrote, the only kind where states never
     repeat, is a self-hit: it counts in ``memory_hit_rate`` but not here. Both rates count a state that recurs
-    within its own episode (an env step that leaves the state unchanged) like one another episode reached; only the
+    within its own episode (a state the episode returns to) like one another episode reached; only the
     second brings another episode's return (``scripts/state_repeats.py`` tells the two apart in a run's buffer).
     """
 
