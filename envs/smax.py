@@ -32,7 +32,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from semzoo.envs.maps import SMAX_DEFAULT_EPISODE_LIMIT, UnknownMapError
+from semzoo.envs import smac_rules
+from semzoo.envs.maps import UnknownMapError
+from semzoo.envs.smac_rules import Options
 from semzoo.errors import MissingDependency
 from semzoo.types import CTDEArrays, StateLayout, VecStep
 from semzoo.wrappers.smac import SMACParallelEnv, agent_names_for, check_obs_format, check_unavailable_action
@@ -62,6 +64,8 @@ try:  # optional extra: semzoo[smax]
     with _quiet_stdout():
         from jaxmarl.environments.smax import HeuristicEnemySMAX, map_name_to_scenario
         from jaxmarl.environments.smax.smax_env import MAP_NAME_TO_SCENARIO
+
+    from semzoo.envs import smac_jax
 except ImportError as _err:  # pragma: no cover - exercised only without the extra
     _IMPORT_ERROR: ImportError | None = _err
 else:
@@ -87,7 +91,7 @@ FIXED_START_SEED = 0
 """With ``fixed_starts``, every episode starts from the start state that SMAX's reset draws from this key: its
 spawn points plus one fixed draw of its start-position noise (units keep SMAX's spread, and stand where
 they stood in the last episode, as StarCraft II's SMAC maps spawn them)."""
-REWARDS = ("dense", "sparse", "deaths")
+REWARDS = smac_rules.OPTIONS["reward"]
 """The team reward per step (``reward=``):
 
     dense   SMAX's own: enemy health removed / n_enemies, +1 at a win (SMAX's won_battle_bonus).
@@ -97,6 +101,8 @@ REWARDS = ("dense", "sparse", "deaths")
             its starcraft2_LAGMA.py reward_battle): (10 per enemy killed - 5 per ally killed + 200 at a win)
             x 20 / max_reward, max_reward = 10 n_enemies + 200 + the enemies' full health (SMAC's scale, the
             episode's own units); no damage term, 0 at a defeat and at the time limit.
+    smac    SMAC's dense reward (``semzoo.envs.smac_jax.reward``): damage + 10 per kill + 200 at a win, x 20 /
+            max_reward.
 """
 DEATH_VALUE, WIN_VALUE, NEGATIVE_SCALE, SCALE_RATE = 10.0, 200.0, 0.5, 20.0
 """SMAC's defaults that ``reward="deaths"`` uses: reward_death_value, reward_win, reward_negative_scale and
@@ -138,7 +144,9 @@ class _Core:
     episode_limit: int
     unit_types: tuple[str, ...] | None
     state_layout: StateLayout
-    """The allies' blocks of 4 + n_types features open the state (``world_state``)."""
+    """The allies' blocks open the state: 4 + n_types features (``world_state``), or SMAC's with ``state="smac"``."""
+    state_bounds: tuple[float, float]
+    """Every state entry lies in these bounds."""
     reset: Callable[..., Any]
     step: Callable[..., Any]
     vreset: Callable[..., Any]
@@ -154,12 +162,17 @@ class _Core:
 _CORES: dict[tuple[Any, ...], _Core] = {}
 
 
-def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mode: str, fixed_starts: bool,
-                reward_kind: str = "dense") -> _Core:
+def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mode: str, options: Options) -> _Core:
     scenario = map_name_to_scenario(map_name)
     env = HeuristicEnemySMAX(
-        scenario=scenario, max_steps=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode
+        scenario=scenario, max_steps=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode,
+        **({"walls_cause_death": False} if options.walls == smac_rules.SMAC else {}),
     )
+    fixed_starts, reward_kind = options.fixed_starts, options.reward
+    smac_obs, smac_state = options.obs == smac_rules.SMAC, options.state == smac_rules.SMAC
+    smac_attack, smac_walls = options.attack == smac_rules.SMAC, options.walls == smac_rules.SMAC
+    facts = (smac_rules.unit_facts(map_name, list(env.unit_type_names), np.asarray(env.unit_type_health))
+             if smac_obs or smac_state else None)
     n_allies, n_enemies = env.num_allies, env.num_enemies
     n_actions = SMAC_N_NON_ATTACK + n_enemies
     smac_to_smax = jnp.asarray(
@@ -184,19 +197,30 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         return jnp.concatenate([per_unit.reshape(-1), s.unit_teams.astype(jnp.float32), type_code])
 
     def observe(carry: Any) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-        state, _ = carry
-        alive_A = state.state.unit_alive[:n_allies]
-        obs = env.get_obs(state)
-        obs_AO = jnp.stack([obs[a] for a in env.agents]).astype(jnp.float32)
-        obs_AO = jnp.clip(obs_AO, OBS_LOW, OBS_HIGH) * alive_A[:, None]
+        state = carry[0]
+        s = state.state
+        alive_A = s.unit_alive[:n_allies]
         avail = env.get_avail_actions(state)
         smax_AU = jnp.stack([avail[a] for a in env.agents]).astype(bool)
         moves = smax_AU[:, jnp.asarray(SMAX_MOVE_FOR_SMAC_MOVE)]
-        avail_AU = jnp.concatenate(
-            [(~alive_A)[:, None], alive_A[:, None], moves & alive_A[:, None], smax_AU[:, SMAX_N_NON_ATTACK:]],
-            axis=-1,
-        )
-        return obs_AO, world_state(state.state), avail_AU, alive_A
+        if smac_walls:  # SMAC masks a move into the map's edge
+            moves = moves & smac_jax.moves_available(s, n_allies, map_size)
+        attacks = smac_jax.attacks_available(s, n_allies) if smac_attack else smax_AU[:, SMAX_N_NON_ATTACK:]
+        avail_AU = jnp.concatenate([(~alive_A)[:, None], alive_A[:, None], moves & alive_A[:, None], attacks], axis=-1)
+        if smac_obs:
+            assert facts is not None
+            obs_AO = smac_jax.observation(s, facts, n_allies, avail_AU[:, 2:SMAC_N_NON_ATTACK], attacks)
+        else:
+            obs = env.get_obs(state)
+            obs_AO = jnp.stack([obs[a] for a in env.agents]).astype(jnp.float32)
+        obs_AO = jnp.clip(obs_AO, OBS_LOW, OBS_HIGH) * alive_A[:, None]
+        if smac_state:
+            assert facts is not None
+            max_cooldown = env.unit_type_weapon_cooldowns[s.unit_types]
+            global_state = smac_jax.state(s, facts, n_allies, map_size, max_cooldown, carry[2])
+        else:
+            global_state = world_state(s)
+        return obs_AO, global_state, avail_AU, alive_A
 
     def strong(carry: Any) -> Any:
         """Drop weak types so the carry from reset and from step hit the same compiled step."""
@@ -210,17 +234,23 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         # point); with fixed starts it draws them from one fixed key, and the episode's own key stream (weapon
         # cooldowns, the enemy's choices) goes on as before
         _, state = env.reset(fixed_start_key if fixed_starts else reset_key)
+        if smac_state:  # the carry holds the agents' last actions (one-hot [A, U]) for SMAC's state
+            return strong((state, key, jnp.zeros((n_allies, n_actions), jnp.float32)))
         return strong((state, key))
 
     def step(carry: Any, actions_A: jax.Array) -> tuple[Any, ...]:
-        state, key = carry
+        state, key = carry[0], carry[1]
         key, step_key = jax.random.split(key)
         alive_A = state.state.unit_alive[:n_allies]
-        smax_actions = smac_to_smax[jnp.where(alive_A, actions_A, SMAC_NOOP)]
-        # step_env, not step: step would auto-reset and lose the terminal state.
-        _, next_state, rewards, _, _ = env.step_env(
-            step_key, state, {a: smax_actions[i] for i, a in enumerate(env.agents)}
-        )
+        played_A = jnp.where(alive_A, actions_A, SMAC_NOOP)
+        smax_actions = smac_to_smax[played_A]
+        if smac_attack:
+            next_state, rewards = smac_jax.step_with_attack_order(env, step_key, state, smax_actions)
+        else:
+            # step_env, not step: step would auto-reset and lose the terminal state.
+            _, next_state, rewards, _, _ = env.step_env(
+                step_key, state, {a: smax_actions[i] for i, a in enumerate(env.agents)}
+            )
         alive = next_state.state.unit_alive
         allies_dead = ~jnp.any(alive[:n_allies])
         enemies_dead = ~jnp.any(alive[n_allies:])
@@ -231,7 +261,8 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         reward = _team_reward(reward_kind, env, state.state, next_state.state, rewards[env.agents[0]])
         dead_allies = jnp.sum(~alive[:n_allies])
         dead_enemies = jnp.sum(~alive[n_allies:])
-        return strong((next_state, key)), reward, terminated, truncated, won, dead_allies, dead_enemies
+        next_carry = (next_state, key, jax.nn.one_hot(played_A, n_actions)) if smac_state else (next_state, key)
+        return strong(next_carry), reward, terminated, truncated, won, dead_allies, dead_enemies
 
     def reset_and_observe(key: jax.Array) -> tuple[Any, Any]:
         carry = reset(key)
@@ -283,7 +314,8 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         state_dim=int(probe[1].shape[-1]),
         episode_limit=episode_limit,
         unit_types=unit_types,
-        state_layout=StateLayout(n_units=n_allies, unit_dim=UNIT_FEATURES + n_types),
+        state_layout=_state_layout(n_allies, n_types, facts if smac_state else None),
+        state_bounds=(-1.0, 1.0) if smac_state else (STATE_LOW, STATE_HIGH),
         reset=jax.jit(reset_and_observe),
         step=jax.jit(step_and_observe),
         vreset=jax.jit(jax.vmap(reset_and_observe)),
@@ -294,8 +326,18 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
     )
 
 
+def _state_layout(n_allies: int, n_types: int, facts: smac_rules.UnitFacts | None) -> StateLayout:
+    """The allies' blocks at the state's start: SMAX's 4 + n_types features, or SMAC's (health, cooldown, x, y,
+    shield on Protoss maps, type bits) with ``facts``."""
+    if facts is None:
+        return StateLayout(n_units=n_allies, unit_dim=UNIT_FEATURES + n_types)
+    return StateLayout(n_units=n_allies, unit_dim=4 + int(facts.shield_ally) + facts.type_bits)
+
+
 def _team_reward(kind: str, env: Any, before: Any, after: Any, dense: jax.Array) -> jax.Array:
     """The team's reward for one step from SMAX's states before and after it (``REWARDS``; traced, ``kind`` static)."""
+    if kind == smac_rules.SMAC:
+        return smac_jax.reward(env, before, after)
     n_allies = env.num_allies
     allies_dead = ~jnp.any(after.unit_alive[:n_allies])
     enemies_dead = ~jnp.any(after.unit_alive[n_allies:])
@@ -324,13 +366,7 @@ def check_run_env_args(env_args: dict[str, Any]) -> None:
                              f"{flag} {env_args[key]}")
 
 
-def _check_options(enemy_shoots: Any, attack_mode: Any, fixed_starts: Any = False, reward: Any = "dense") -> None:
-    if reward not in REWARDS:
-        raise ValueError(f"reward={reward!r}: expected one of {', '.join(REWARDS)}; pass reward=sparse for SMAC's "
-                         "+1 win / -1 defeat reward")
-    if not isinstance(fixed_starts, bool):
-        raise TypeError(f"fixed_starts={fixed_starts!r}: expected true or false; pass fixed_starts=true to start every "
-                        "episode from the same state")
+def _check_options(enemy_shoots: Any, attack_mode: Any) -> None:
     if not isinstance(enemy_shoots, bool):
         raise TypeError(f"enemy_shoots={enemy_shoots!r}: expected true or false; pass enemy_shoots=false to make "
                          "the enemy passive")
@@ -339,22 +375,35 @@ def _check_options(enemy_shoots: Any, attack_mode: Any, fixed_starts: Any = Fals
 
 
 def _core(map_name: str, episode_limit: int | None, enemy_shoots: bool, attack_mode: str,
-          fixed_starts: bool = False, reward: str = "dense") -> _Core:
+          options: Options) -> _Core:
     """The cached compiled core for this configuration (jit caches live on it, so compile once per key)."""
-    _check_options(enemy_shoots, attack_mode, fixed_starts, reward)
+    _check_options(enemy_shoots, attack_mode)
     _require_jaxmarl()
     if map_name not in MAP_NAME_TO_SCENARIO:
         raise UnknownMapError(
             f"SMAX has no map {map_name!r}; available: {', '.join(available_maps())} "
             f"(for other SMAC maps use StarCraft II: env id 'smac:{map_name}')"
         )
-    limit = SMAX_DEFAULT_EPISODE_LIMIT if episode_limit is None else episode_limit
+    if options.needs_smac_map():
+        smac_rules.smac_map_for(map_name)
+    limit = smac_rules.episode_limit(map_name, options.time_limit) if episode_limit is None else episode_limit
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"episode_limit must be a positive int, got {episode_limit!r}")
-    key = (map_name, limit, bool(enemy_shoots), attack_mode, fixed_starts, reward)
+    key = (map_name, limit, bool(enemy_shoots), attack_mode, options)
     if key not in _CORES:
-        _CORES[key] = _build_core(map_name, limit, bool(enemy_shoots), attack_mode, fixed_starts, reward)
+        _CORES[key] = _build_core(map_name, limit, bool(enemy_shoots), attack_mode, options)
     return _CORES[key]
+
+
+SMAC_OPTION_ARGS = tuple(smac_rules.OPTIONS)
+"""The keyword arguments of ``parallel_env``, ``SMAXEnv`` and ``SMAXVecEnv`` that ``profile`` sets (None: the
+profile's value)."""
+
+
+def resolve_options(profile: Any, **given: Any) -> Options:
+    """The SMAC options of ``profile`` (``"smax"``, the default, or ``"smac"``) with each one ``given`` (not None) in
+    its place (``semzoo.envs.smac_rules``)."""
+    return smac_rules.resolve("smax" if profile is None else profile, given)
 
 
 class SMAXEnv:
@@ -371,12 +420,23 @@ class SMAXEnv:
         episode_limit: int | None = None,
         enemy_shoots: bool = True,
         attack_mode: str = "closest",
-        fixed_starts: bool = False,
-        reward: str = "dense",
+        fixed_starts: bool | None = None,
+        reward: str | None = None,
+        profile: str | None = None,
+        time_limit: str | None = None,
+        attack: str | None = None,
+        walls: str | None = None,
+        obs: str | None = None,
+        state: str | None = None,
     ) -> None:
+        """``profile`` and the SMAC options (``fixed_starts`` to ``state``): ``semzoo.envs.smac_rules``."""
         self.map_name = map_name
+        options = resolve_options(profile, reward=reward, time_limit=time_limit, attack=attack, walls=walls, obs=obs,
+                                  state=state, fixed_starts=fixed_starts)
         self._options: dict[str, Any] = {"episode_limit": episode_limit, "enemy_shoots": enemy_shoots,
-                                         "attack_mode": attack_mode, "fixed_starts": fixed_starts, "reward": reward}
+                                         "attack_mode": attack_mode, "options": options}
+        self.options = options
+        """The resolved SMAC options (``semzoo.envs.smac_rules.Options``)."""
         """What ``_core`` is built from besides the map: a copy or an unpickled env rebuilds it from them."""
         self._core = _core(map_name, **self._options)
         self.n_agents = self._core.n_agents
@@ -384,6 +444,7 @@ class SMAXEnv:
         self.n_actions = self._core.n_actions
         self.episode_limit = self._core.episode_limit
         self.state_layout = self._core.state_layout
+        self.state_bounds = self._core.state_bounds
         self._key = jax.random.PRNGKey(seed)
         self._carry: Any = None
         self._arrays: CTDEArrays | None = None
@@ -542,19 +603,30 @@ class SMAXVecEnv:
         enemy_shoots: bool = True,
         attack_mode: str = "closest",
         obs_format: str = "dict",
-        fixed_starts: bool = False,
+        fixed_starts: bool | None = None,
         unavailable_action: str = "error",
-        reward: str = "dense",
+        reward: str | None = None,
+        profile: str | None = None,
+        time_limit: str | None = None,
+        attack: str | None = None,
+        walls: str | None = None,
+        obs: str | None = None,
+        state: str | None = None,
     ) -> None:
         """``obs_format`` is checked and otherwise unused: arrays have no per-agent format, and a run passes
         its ``smax:<map>`` env args (which may choose the format of ``parallel_env``) here.
-        ``unavailable_action``: ``"error"`` or ``"stop"``, as ``parallel_env``'s (``UNAVAILABLE_ACTIONS``)."""
+        ``unavailable_action``: ``"error"`` or ``"stop"``, as ``parallel_env``'s (``UNAVAILABLE_ACTIONS``).
+        ``profile`` and the SMAC options (``fixed_starts`` to ``state``): ``semzoo.envs.smac_rules``."""
         check_obs_format(obs_format)
         check_unavailable_action(unavailable_action)
         if not isinstance(n_envs, int) or n_envs < 1:
             raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
         self.map_name = map_name
-        self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode, fixed_starts, reward)
+        options = resolve_options(profile, reward=reward, time_limit=time_limit, attack=attack, walls=walls, obs=obs,
+                                  state=state, fixed_starts=fixed_starts)
+        self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode, options)
+        self.options = options
+        """The resolved SMAC options (``semzoo.envs.smac_rules.Options``)."""
         self.n_envs = n_envs
         self.n_agents = self._core.n_agents
         self.obs_dim = self._core.obs_dim
@@ -563,6 +635,7 @@ class SMAXVecEnv:
         self.episode_limit = self._core.episode_limit
         self.agent_names = agent_names_for(self._core.unit_types, self.n_agents)
         self.state_layout = self._core.state_layout
+        self.state_bounds = self._core.state_bounds
         self.unavailable_action = unavailable_action
         self._carry: Any = None
         self._frozen_N = np.ones(n_envs, dtype=bool)
@@ -844,9 +917,15 @@ def parallel_env(
     enemy_shoots: bool = True,
     attack_mode: str = "closest",
     obs_format: str = "dict",
-    fixed_starts: bool = False,
+    fixed_starts: bool | None = None,
     unavailable_action: str = "error",
-    reward: str = "dense",
+    reward: str | None = None,
+    profile: str | None = None,
+    time_limit: str | None = None,
+    attack: str | None = None,
+    walls: str | None = None,
+    obs: str | None = None,
+    state: str | None = None,
 ) -> SMACParallelEnv:
     """A PettingZoo ParallelEnv with ``state()`` over SMAX ``map_name`` (env id ``smax:<map>``).
 
@@ -857,16 +936,21 @@ def parallel_env(
     ``unavailable_action="stop"``: an action the agent's mask rules out stops the unit instead of raising
     (SMAC's behaviour, the default ``"error"``), for pipelines that sample without the mask
     (``semzoo.wrappers.smac.UNAVAILABLE_ACTIONS``).
-    ``reward``: "dense" (SMAX's own), "sparse" (SMAC's +1 win / -1 defeat) or "deaths" (LAGMA's; ``REWARDS``).
+    ``reward``: "dense" (SMAX's own), "sparse" (SMAC's +1 win / -1 defeat), "deaths" (LAGMA's) or "smac" (SMAC's
+    dense reward; ``REWARDS``).
+    ``profile="smac"``: SMAC's reward, episode limit, attack range, map edge, observation, state and fixed starts
+    (``semzoo.envs.smac_rules``); each of ``time_limit``, ``attack``, ``walls``, ``obs``, ``state`` (``"smac"``),
+    ``reward`` and ``fixed_starts`` also alone, and one given by name keeps its value against the profile.
     """
     check_obs_format(obs_format)
     check_unavailable_action(unavailable_action)
     backend = SMAXEnv(
         map_name, seed=seed, episode_limit=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode,
-        fixed_starts=fixed_starts, reward=reward,
+        fixed_starts=fixed_starts, reward=reward, profile=profile, time_limit=time_limit, attack=attack, walls=walls,
+        obs=obs, state=state,
     )
     return SMACParallelEnv(
-        backend, obs_bounds=(OBS_LOW, OBS_HIGH), state_bounds=(STATE_LOW, STATE_HIGH), map_name=map_name,
+        backend, obs_bounds=(OBS_LOW, OBS_HIGH), state_bounds=backend.state_bounds, map_name=map_name,
         obs_format=obs_format, unavailable_action=unavailable_action,
     )
 
