@@ -7,6 +7,9 @@ each defaults to SMAX's own behaviour. ``profile="smac"`` sets them all; an opti
     reward       dense: enemy health fraction removed /      damage to the enemy's health and shields + 10 per enemy
                  n_enemies, +1 at a win                      killed + 200 at a win, x 20 / max_reward (SMAC's dense)
     time_limit   100 steps on every map                      the map's SMAC episode limit (2s3z 120, 3s5z 150, 3m 60)
+    step_time    8 world steps of 1/16 s: 0.5 s a step       8 world steps of 1/22.4 s: SMAC's step_mul of 8 game
+                                                             loops at the "faster" speed (22.4 loops a second) that
+                                                             SMAX's unit speeds and cooldowns are quoted at
     attack       available inside the unit's own range       available within 6 (SMAC's shoot range) for every unit;
                  (zealot 2, marine 5, stalker 6)             a unit outside its own range walks at the target, as
                                                              StarCraft II's attack order does
@@ -20,7 +23,7 @@ each defaults to SMAX's own behaviour. ``profile="smac"`` sets them all; an opti
     fixed_starts false: +-2 noise around each spawn point    true: one start state, as SMAC's maps spawn units
 
 What stays SMAX's: the unit stats (health = StarCraft II's hit points plus shields, no armour, no shield
-regeneration, no bonus damage), the time per step (8 world steps of 1/16 s) and JaxMARL's heuristic enemy.
+regeneration, no bonus damage) and JaxMARL's heuristic enemy.
 SMAX's health is split into SC2's hit points and shields by unit type (``SC2_SHIELDS``): shields take damage first,
 so shield = max(health - hit points max, 0).
 """
@@ -39,6 +42,7 @@ SMAC = "smac"
 OPTIONS: dict[str, tuple[Any, ...]] = {
     "reward": ("dense", "sparse", "deaths", SMAC),
     "time_limit": ("smax", SMAC),
+    "step_time": ("smax", SMAC),
     "attack": ("unit_range", SMAC),
     "walls": ("death", SMAC),
     "obs": ("smax", SMAC),
@@ -54,6 +58,7 @@ PROFILES: dict[str, dict[str, Any]] = {
 OPTION_HELP = {
     "reward": "SMAC's dense reward: damage + 10 per kill + 200 at a win, scaled to a max return of 20",
     "time_limit": "the map's SMAC episode limit (2s3z 120, 3s5z 150, 3m 60) instead of SMAX's 100",
+    "step_time": "a step spans SMAC's 8 game loops at 22.4 a second (0.357 s) instead of SMAX's 0.5 s",
     "attack": "attack available within 6 for every unit, a unit out of its own range walking at the target",
     "walls": "moves into the map edge masked, no death at the edge",
     "obs": "SMAC's observation features",
@@ -74,6 +79,8 @@ DEATH_VALUE, WIN_VALUE, SCALE_RATE = 10.0, 200.0, 20.0
 """SMAC's reward_death_value, reward_win and reward_scale_rate."""
 SC2_SHIELDS = {"stalker": 80.0, "zealot": 50.0}
 """StarCraft II's shields of the Protoss types SMAX has; SMAX's health is hit points plus these."""
+SC2_LOOPS_PER_SECOND = 22.4
+"""StarCraft II's game loops per second at the "faster" game speed; SMAC's step is 8 of them (its maps' step_mul)."""
 SMAC_ENEMY_TYPE_ORDER = ("zealot", "stalker")
 """SMAC's type bits of enemies on its stalker-and-zealot maps: SC2's own unit ids (zealot 73, stalker 74) minus 73,
 while the allies' follow the map's order (stalker 0, zealot 1). Both as SMAC's ``get_unit_type_id`` computes them."""
@@ -85,6 +92,7 @@ class Options:
 
     reward: str = "dense"
     time_limit: str = "smax"
+    step_time: str = "smax"
     attack: str = "unit_range"
     walls: str = "death"
     obs: str = "smax"

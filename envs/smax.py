@@ -167,6 +167,7 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
     env = HeuristicEnemySMAX(
         scenario=scenario, max_steps=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode,
         **({"walls_cause_death": False} if options.walls == smac_rules.SMAC else {}),
+        **({"time_per_step": 1.0 / smac_rules.SC2_LOOPS_PER_SECOND} if options.step_time == smac_rules.SMAC else {}),
     )
     fixed_starts, reward_kind = options.fixed_starts, options.reward
     smac_obs, smac_state = options.obs == smac_rules.SMAC, options.state == smac_rules.SMAC
@@ -424,6 +425,7 @@ class SMAXEnv:
         reward: str | None = None,
         profile: str | None = None,
         time_limit: str | None = None,
+        step_time: str | None = None,
         attack: str | None = None,
         walls: str | None = None,
         obs: str | None = None,
@@ -431,8 +433,8 @@ class SMAXEnv:
     ) -> None:
         """``profile`` and the SMAC options (``fixed_starts`` to ``state``): ``semzoo.envs.smac_rules``."""
         self.map_name = map_name
-        options = resolve_options(profile, reward=reward, time_limit=time_limit, attack=attack, walls=walls, obs=obs,
-                                  state=state, fixed_starts=fixed_starts)
+        options = resolve_options(profile, reward=reward, time_limit=time_limit, step_time=step_time, attack=attack,
+                                  walls=walls, obs=obs, state=state, fixed_starts=fixed_starts)
         self._options: dict[str, Any] = {"episode_limit": episode_limit, "enemy_shoots": enemy_shoots,
                                          "attack_mode": attack_mode, "options": options}
         self.options = options
@@ -608,6 +610,7 @@ class SMAXVecEnv:
         reward: str | None = None,
         profile: str | None = None,
         time_limit: str | None = None,
+        step_time: str | None = None,
         attack: str | None = None,
         walls: str | None = None,
         obs: str | None = None,
@@ -622,8 +625,8 @@ class SMAXVecEnv:
         if not isinstance(n_envs, int) or n_envs < 1:
             raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
         self.map_name = map_name
-        options = resolve_options(profile, reward=reward, time_limit=time_limit, attack=attack, walls=walls, obs=obs,
-                                  state=state, fixed_starts=fixed_starts)
+        options = resolve_options(profile, reward=reward, time_limit=time_limit, step_time=step_time, attack=attack,
+                                  walls=walls, obs=obs, state=state, fixed_starts=fixed_starts)
         self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode, options)
         self.options = options
         """The resolved SMAC options (``semzoo.envs.smac_rules.Options``)."""
@@ -922,6 +925,7 @@ def parallel_env(
     reward: str | None = None,
     profile: str | None = None,
     time_limit: str | None = None,
+    step_time: str | None = None,
     attack: str | None = None,
     walls: str | None = None,
     obs: str | None = None,
@@ -939,15 +943,15 @@ def parallel_env(
     ``reward``: "dense" (SMAX's own), "sparse" (SMAC's +1 win / -1 defeat), "deaths" (LAGMA's) or "smac" (SMAC's
     dense reward; ``REWARDS``).
     ``profile="smac"``: SMAC's reward, episode limit, attack range, map edge, observation, state and fixed starts
-    (``semzoo.envs.smac_rules``); each of ``time_limit``, ``attack``, ``walls``, ``obs``, ``state`` (``"smac"``),
+    (``semzoo.envs.smac_rules``); each of ``time_limit``, ``step_time``, ``attack``, ``walls``, ``obs``, ``state`` (``"smac"``),
     ``reward`` and ``fixed_starts`` also alone, and one given by name keeps its value against the profile.
     """
     check_obs_format(obs_format)
     check_unavailable_action(unavailable_action)
     backend = SMAXEnv(
         map_name, seed=seed, episode_limit=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode,
-        fixed_starts=fixed_starts, reward=reward, profile=profile, time_limit=time_limit, attack=attack, walls=walls,
-        obs=obs, state=state,
+        fixed_starts=fixed_starts, reward=reward, profile=profile, time_limit=time_limit, step_time=step_time,
+        attack=attack, walls=walls, obs=obs, state=state,
     )
     return SMACParallelEnv(
         backend, obs_bounds=(OBS_LOW, OBS_HIGH), state_bounds=backend.state_bounds, map_name=map_name,

@@ -886,7 +886,7 @@ def envs() -> None:
 
     The matrix games, and the SMAC/SMAX maps with their agents, actions, state size and episode limit.
     """
-    from semzoo.envs import matrix_game_v0
+    from semzoo.envs import matrix_game_v0, smac_rules
     from semzoo.envs.maps import map_table
 
     typer.echo("Matrix games (matrix:<game>):")
@@ -908,6 +908,9 @@ def envs() -> None:
         typer.echo(f"  {name:<{width}}{row['backends']:<10}{row['agents']:>6} {row['actions']:>7} "
                    f"{pair(row['state_dim'], row.get('smax_state_dim')):>17} "
                    f"{pair(row['episode_limit'], row.get('smax_episode_limit')):>17}  {row['units']}")
+    typer.echo("")
+    for line in smac_rules.profile_lines():
+        typer.echo(line)
     typer.echo("")
     typer.echo("Any PettingZoo ParallelEnv factory with state() (pz:<module>:<factory>), e.g.:")
     typer.echo("  pz:mpe2.simple_spread_v3:parallel_env   MPE2 cooperative navigation (extra semzoo[mpe])")

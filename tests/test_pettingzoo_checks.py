@@ -17,9 +17,10 @@ API_CYCLES = 100
 """Steps of ``parallel_api_test``: a whole SMAX episode against a random policy (its limit is 100)."""
 
 
-def smax(map_name: str, obs_format: str):
-    return pytest.param(f"smax:{map_name}", {"obs_format": obs_format, "unavailable_action": "stop"},
-                        id=f"smax:{map_name}-{obs_format}", marks=pytest.mark.smax)
+def smax(map_name: str, obs_format: str, **options: str):
+    name = "".join(f"-{key}={value}" for key, value in options.items())
+    return pytest.param(f"smax:{map_name}", {"obs_format": obs_format, "unavailable_action": "stop", **options},
+                        id=f"smax:{map_name}-{obs_format}{name}", marks=pytest.mark.smax)
 
 
 CASES = [
@@ -30,6 +31,8 @@ CASES = [
     smax("3m", "box"),
     smax("2s3z", "dict"),
     smax("2s3z", "box"),
+    smax("2s3z", "dict", profile="smac"),  # SMAC's features, state with last actions, attacks within 6
+    smax("2s3z", "box", profile="smac"),
     pytest.param("pz:mpe2.simple_spread_v3:parallel_env", {}, id="mpe:simple_spread-box"),
 ]
 
