@@ -197,6 +197,7 @@ def test_an_attacking_zealot_closes_in_and_hits_under_the_attack_option():
     pytest.fail(f"no zealot's target was hit in 60 steps (targets {targets})")
 
 
+@pytest.mark.slow  # two 3m cores and two long episodes
 def test_walls_option_masks_moves_into_the_edge_and_kills_nobody():
     env = make_env("smax:3m", walls="smac", enemy_shoots=False)
     obs, _ = env.reset(seed=0)
