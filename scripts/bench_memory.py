@@ -38,7 +38,7 @@ import torch
 from scipy.spatial import cKDTree
 
 from semzoo.episodic.nearest import EMU_DELTA, AllClose, NearestIndex, Tolerance, ZBox
-from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
+from semzoo.episodic.sem import EpisodicMemory, make_episodic_memory
 from semzoo.types import EpisodeBatch
 
 CAPACITY = 1_000_000

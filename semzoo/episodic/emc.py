@@ -49,8 +49,10 @@ import torch
 from semzoo.episodic.curiosity import Curiosity
 from semzoo.episodic.memory import Memory, register_memory
 from semzoo.episodic.nearest import AllClose, NearestIndex
-from semzoo.episodic.tables import TableUsage, discounted_returns, project_fixed_order
+from semzoo.episodic.returns import discounted_returns
+from semzoo.episodic.sem import project_fixed_order
 from semzoo.episodic.target import scatter
+from semzoo.episodic.usage import TableUsage
 
 if TYPE_CHECKING:
     from semzoo.config import TrainConfig

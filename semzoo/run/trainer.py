@@ -221,7 +221,7 @@ class Trainer:
     def _memory_never_written(config: TrainConfig) -> bool:
         """True when the run's memory is a table with a pending set M (SEM, SAEM) that cannot fill before the run ends."""
         from semzoo.episodic.memory import memory_class
-        from semzoo.episodic.tables import EpisodicMemory
+        from semzoo.episodic.sem import EpisodicMemory
 
         algo = algos.parse_algorithm(config.algo)
         return (algo.has_memory and issubclass(memory_class(algo.memory), EpisodicMemory)
