@@ -48,10 +48,11 @@ import torch
 
 from semzoo.episodic.curiosity import Curiosity
 from semzoo.episodic.memory import Memory, register_memory
-from semzoo.episodic.nearest import AllClose, NearestIndex
+from semzoo.episodic.nearest import NearestIndex
 from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.sem import project_fixed_order
 from semzoo.episodic.target import scatter
+from semzoo.episodic.tolerance import AllClose
 from semzoo.episodic.usage import TableUsage
 
 if TYPE_CHECKING:

@@ -75,8 +75,8 @@ def table_nbytes(capacity: int, key_words: int) -> int:
 
 
 
-def _mix64(h_K: np.ndarray) -> np.ndarray:
-    """splitmix64 finalizer on uint64 (wrapping arithmetic)."""
+def splitmix64(h_K: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser on uint64 [K] (wrapping arithmetic): mixes this table's keys and the nearest index's cells."""
     h_K = (h_K ^ (h_K >> _SHIFT_30)) * _MIX_1
     h_K = (h_K ^ (h_K >> _SHIFT_27)) * _MIX_2
     return h_K ^ (h_K >> _SHIFT_31)
@@ -86,7 +86,7 @@ def _hash_keys(keys_KW: np.ndarray) -> np.ndarray:
     """uint64 hash [K] of uint32 key words [K, W]."""
     h_K = np.full(keys_KW.shape[0], _HASH_SEED, dtype=np.uint64)
     for w in range(keys_KW.shape[1]):
-        h_K = _mix64(h_K ^ keys_KW[:, w].astype(np.uint64))
+        h_K = splitmix64(h_K ^ keys_KW[:, w].astype(np.uint64))
     return h_K
 
 
