@@ -48,6 +48,7 @@ _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
 _SHIFT_30, _SHIFT_27, _SHIFT_31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
+
 def _is_prime(n: int) -> bool:
     return n >= 2 and all(n % d for d in range(2, math.isqrt(n) + 1))
 
@@ -74,7 +75,6 @@ def table_nbytes(capacity: int, key_words: int) -> int:
     return n_buckets * (BUCKET_SLOTS * slot_bytes + 2)
 
 
-
 def splitmix64(h_K: np.ndarray) -> np.ndarray:
     """splitmix64 finaliser on uint64 [K] (wrapping arithmetic): mixes this table's keys and the nearest index's cells."""
     h_K = (h_K ^ (h_K >> _SHIFT_30)) * _MIX_1
@@ -88,7 +88,6 @@ def _hash_keys(keys_KW: np.ndarray) -> np.ndarray:
     for w in range(keys_KW.shape[1]):
         h_K = splitmix64(h_K ^ keys_KW[:, w].astype(np.uint64))
     return h_K
-
 
 
 class LFUKeyTable:

@@ -140,6 +140,7 @@ def _cell_coords_rows(x_DM: np.ndarray, cell_D: np.ndarray) -> np.ndarray:
     """int64 [D, M]: `_cell_coords` of points given as rows (the same floats, the faster layout)."""
     return np.clip(np.floor(x_DM / cell_D[:, None]), -COORD_LIMIT, COORD_LIMIT).astype(np.int64)
 
+
 # ---------------------------------------------------------------- the index
 class NearestIndex:
     """Fixed-capacity set of float keys [N, D] answering "nearest stored key within the tolerance" for batches.
