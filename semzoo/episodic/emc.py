@@ -272,7 +272,7 @@ class EMCMemory(Memory):
         self.projection_DF = np.asarray(state["projection"], np.float64).copy()
         self.index.load_state_dict(state["index"])
         self.values_N = np.asarray(state["values"], np.float32).copy()
-        # a checkpoint from before the diagnostics holds no flags: every entry counts as one visit
+        # a checkpoint without merged flags: every entry counts as one visit
         self.merged_N = np.asarray(state.get("merged", np.zeros(self.capacity, bool)), bool).copy()
         self.usage = TableUsage.from_state(state)
         last = state["last_hit_rate"]

@@ -66,7 +66,7 @@ class Tolerance(ABC):
         """bool [C] `within` and float64 [C] `distance` of every pair; a rule may share work between the two.
 
         The index passes column-major [C, D] arrays (row views of [D, C]): reductions over D are then
-        elementwise operations on rows, several times faster than over a short last axis.
+        elementwise operations on rows, which numpy runs faster than reductions over a short last axis.
         """
         return self.within(queries_CD, keys_CD), self.distance(queries_CD, keys_CD)
 

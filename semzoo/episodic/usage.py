@@ -54,7 +54,7 @@ class TableUsage:
 
     @classmethod
     def from_state(cls, state: dict[str, Any], prefix: str = "usage_") -> TableUsage:
-        """The counters saved by ``state_dict()`` in ``state``; zero where absent (a checkpoint from before them)."""
+        """The counters saved by ``state_dict()`` in ``state``; zero where absent (a checkpoint that holds none)."""
         usage = cls()
         for name in cls.COUNTERS:
             if prefix + name in state:
