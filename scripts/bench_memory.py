@@ -37,8 +37,9 @@ import numpy as np
 import torch
 from scipy.spatial import cKDTree
 
-from semzoo.episodic.nearest import EMU_DELTA, AllClose, NearestIndex, Tolerance, ZBox
-from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
+from semzoo.episodic.nearest import NearestIndex
+from semzoo.episodic.sem import EpisodicMemory, make_episodic_memory
+from semzoo.episodic.tolerance import EMU_DELTA, AllClose, Tolerance, ZBox
 from semzoo.types import EpisodeBatch
 
 CAPACITY = 1_000_000

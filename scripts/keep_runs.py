@@ -23,8 +23,8 @@ from pathlib import Path
 import torch
 
 from semzoo import absolute_metric
-from semzoo.analysis.protocol import read_absolute
 from semzoo.analysis.report import load_run, resolve_metric
+from semzoo.analysis.statistics import read_absolute
 from semzoo.run.rundir import run_finished
 from semzoo.runfiles import ABSOLUTE_FILE, CONFIG_FILE, FINAL_FILE, METRICS_FILE, PROVENANCE_FILE
 

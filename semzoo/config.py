@@ -322,7 +322,7 @@ class LearnerConfig:
     syncs after an iteration whose collected episodes reach the period past the last sync, updates or not."""
     replay_dtype: Literal["float32", "float16", "bfloat16"] = "float32"
     """Storage type of observations and states in the replay buffer. float32 is exact; float16/bfloat16 halve the
-    buffer but round what the learner sees (lossy, off by default; its effect on learning is not measured)."""
+    buffer but round what the learner sees (lossy, so off by default: a run then differs from float32's)."""
     replay_device: Literal["host", "run"] = "host"
     """Where the replay buffer lives: 'host' memory, or the run's device ('run': on a GPU an update's batch is
     gathered there instead of copied from the host; counted against the GPU's memory). The same run either way."""
@@ -394,8 +394,8 @@ class TrainConfig:
     way, up to the float rounding of the stacked forward."""
     compile_update: bool = False
     """On a CUDA device, compile the update's loss (torch.compile, CUDA graphs), batches padded to a few lengths so
-    that episode lengths do not force recompiles; elsewhere the plain update runs. Off by default (GPU speed-up not
-    measured yet)."""
+    that episode lengths do not force recompiles; elsewhere the plain update runs. Off by default: the plain update
+    is the reference path, the same on every device."""
     n_envs: int = ranged(1, AT_LEAST_ONE)
     """Environments stepped in parallel; episodes are collected n_envs at a time, epsilon set once per batch (1:
     PyMARL's episode runner, batch_size_run 1)."""
@@ -412,7 +412,8 @@ class TrainConfig:
     keep_checkpoints: int = ranged(2, NON_NEGATIVE, "0 removes them when the run finishes")
     """Checkpoints kept in checkpoints/, newest first. 0 keeps one while the run trains and removes it when the run
     finishes (best.ckpt, metrics.csv and final.json stay; the run can then not be extended): for large studies,
-    where a checkpoint holds the replay buffer (about 1.6 GB on SMAX 2s3z). May change when a run is resumed."""
+    where each checkpoint holds the replay buffer (docs/performance.md gives its size). May change when a run is
+    resumed."""
     agent: AgentConfig = field(default_factory=AgentConfig)
     """The agent network."""
     mixer: MixerConfig = field(default_factory=MixerConfig)
@@ -433,7 +434,7 @@ class TrainConfig:
     """The epsilon schedule."""
     runtime: Literal["pymarl", "semzoo-0.2"] = "pymarl"
     """How episodes are collected and counted: 'pymarl', the paper's (PyMARL's episode runner: one episode at a time,
-    collect then learn, time limits terminal, PyMARL's target count); 'semzoo-0.2', semzoo's former runtime (8 envs
+    collect then learn, time limits terminal, PyMARL's target count); 'semzoo-0.2', the overlapped runtime (8 envs
     at a time, collection overlapping learning, bootstrapping at time limits, the target period counted in collected
     episodes). It fills the fields it names that are left at their defaults (`semzoo algos` lists them); a field
     given on the command line keeps its value."""

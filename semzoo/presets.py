@@ -108,9 +108,9 @@ RUNTIMES: dict[str, dict[str, Any]] = {
 (oxwhirl/pymarl src/config/default.yaml: runner episode, batch_size_run 1; src/run.py: collect one episode, then
 train; q_learner.py: the target syncs inside train once episode_num is target_update_interval past the last sync)
 with SMAC's default continuing_episode False (a time limit is a terminal step), the defaults of these fields.
-'semzoo-0.2' is semzoo's runtime before 0.3: 8 envs at a time, collection overlapping learning (the studies kept
-from then added --sequential), bootstrapping at time limits, the target period counted in collected episodes; the
-runs kept from then read as this runtime (``semzoo.runfiles.STORED_BEFORE``)."""
+'semzoo-0.2' is the overlapped runtime: 8 envs at a time, collection overlapping learning, bootstrapping at time
+limits, the target period counted in collected episodes; a stored run whose config names no runtime reads as this
+one (``semzoo.runfiles.STORED_BEFORE``)."""
 RUNTIME_SOURCE = ("oxwhirl/pymarl src/config/default.yaml (runner episode, batch_size_run 1), src/run.py, "
                   "src/learners/q_learner.py; oxwhirl/smac starcraft2.py (continuing_episode False)")
 
@@ -211,7 +211,7 @@ def describe_presets() -> list[str]:
         if name == DEFAULT_RUNTIME:
             lines.append(f"--runtime {name} (the default, the paper's): {sets}  [{RUNTIME_SOURCE}]")
         else:
-            lines.append(f"--runtime {name} (semzoo's runtime before 0.3): {sets}")
+            lines.append(f"--runtime {name} (the overlapped runtime): {sets}")
     for name, rules in PRESETS.items():
         for rule in rules:
             on_maps = "".join(f"; on {map_name}: {_fields_text(fields)}" for map_name, fields in rule.per_map.items())

@@ -45,9 +45,9 @@ TIMING_METRICS = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "te
                             "checkpoint_mb"})
 """Metrics that measure the machine, not the learning: they differ between identical runs."""
 STORED_BEFORE: dict[str, Any] = {"sequential": True, "runtime": "semzoo-0.2", "learner": {"target_count": "collected"}}
-"""Fields added after 0.2 whose default would change a stored run, with the value such a run was trained with:
-a config.json or checkpoint without the key ran that way (0.2 collected and learned one after the other; before
-0.3 every run took the semzoo-0.2 runtime and counted the target period in collected episodes). A section's keys sit
+"""The value a stored run was trained with for each field its config.json or checkpoint may lack: a run stored
+without the key collected and learned one after the other, in the overlapped runtime ('semzoo-0.2'), with the
+target period counted in collected episodes, so reading it with the defaults would change it. A section's keys sit
 under its name."""
 RUNTIME_KEY = "runtime"
 """The config key of a run's runtime; ``run_variant`` shows it (when not the default) in place of its fields."""
@@ -190,8 +190,8 @@ def varying_settings(configs: Sequence[TrainConfig]) -> list[str]:
 
 
 def _varying(configs: Sequence[TrainConfig], variants: Sequence[dict[str, Any]]) -> list[str]:
-    # a former-runtime run with --timeout-as-terminal differs from its runtime's runs there, not from the
-    # paper's-runtime default it happens to equal
+    # a run of the overlapped runtime ('semzoo-0.2') with --timeout-as-terminal differs from its runtime's runs
+    # there, not from the paper's-runtime default it happens to equal
     unset = [_unset_values(c) for c in configs]
     with_memory = [memory_of(c.algo) != NO_MEMORY for c in configs]
     keys = dict.fromkeys(key for variant in variants for key in variant)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from semzoo.cli import app
 from semzoo.config import LearnerConfig, TrainConfig
 from semzoo.episodic.memory import make_memory
-from semzoo.episodic.tables import make_episodic_memory
+from semzoo.episodic.sem import make_episodic_memory
 from semzoo.types import CleanBatch, EpisodeBatch
 
 

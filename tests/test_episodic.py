@@ -7,14 +7,9 @@ import pytest
 import torch
 
 from semzoo.episodic.cost import paper_storage_bytes, semzoo_storage_bytes, storage_comparison
-from semzoo.episodic.tables import (
-    BUCKET_SLOTS,
-    EpisodicMemory,
-    SAEMTable,
-    SEMTable,
-    discounted_returns,
-    make_episodic_memory,
-)
+from semzoo.episodic.hash_table import BUCKET_SLOTS
+from semzoo.episodic.returns import discounted_returns
+from semzoo.episodic.sem import EpisodicMemory, SAEMTable, SEMTable, make_episodic_memory
 from semzoo.types import EpisodeBatch
 
 STATE_DIM = 6

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from semzoo.cli import app
-from semzoo.episodic.tables import make_episodic_memory
+from semzoo.episodic.sem import make_episodic_memory
 
 runner = CliRunner()
 PAPER_MAPS = ("1c3s5z", "2s_vs_1sc", "2s3z", "3s5z", "27m_vs_30m", "2c_vs_64zg", "MMM2", "bane_vs_bane")

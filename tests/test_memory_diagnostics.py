@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from semzoo import TrainConfig, train
-from semzoo.analysis.protocol import SELF_HIT_LIMIT, MemoryUse, memory_use
+from semzoo.analysis.memory_use import SELF_HIT_LIMIT, MemoryUse, memory_use
 from semzoo.analysis.report import load_runs
 from semzoo.cli import app
 from semzoo.config import LAGMAConfig, LearnerConfig, MemoryConfig

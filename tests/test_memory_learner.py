@@ -12,7 +12,7 @@ from conftest import NO_ACTOR
 from semzoo.agents.rnn import RNNAgent
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
 from semzoo.episodic.memory import episodic_target
-from semzoo.episodic.tables import EpisodicMemory, make_episodic_memory
+from semzoo.episodic.sem import EpisodicMemory, make_episodic_memory
 from semzoo.episodic.target import EpisodicTarget
 from semzoo.learners.q_learner import QLearner
 from semzoo.mixers.base import make_mixer

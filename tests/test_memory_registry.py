@@ -21,7 +21,7 @@ from semzoo.cli import app
 from semzoo.config import ExplorationConfig, LearnerConfig, TrainConfig
 from semzoo.episodic import memory as registry
 from semzoo.episodic.memory import Memory, memory_class, memory_names, register_memory
-from semzoo.episodic.tables import SAEMTable, SEMTable
+from semzoo.episodic.sem import SAEMTable, SEMTable
 from semzoo.run.multi import train_seeds
 from semzoo.run.trainer import Trainer
 from semzoo.runfiles import read_metrics

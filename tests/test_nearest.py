@@ -11,16 +11,10 @@ import pytest
 import torch
 
 import semzoo.episodic.nearest as nearest
-from semzoo.episodic.nearest import (
-    EMC_ATOL,
-    EMC_RTOL,
-    EMU_DELTA,
-    EMU_DELTA_SUPER_HARD,
-    AllClose,
-    EvictionPolicy,
-    NearestIndex,
-    ZBox,
-)
+import semzoo.episodic.tolerance as tolerance
+from semzoo.episodic.eviction import EvictionPolicy
+from semzoo.episodic.nearest import NearestIndex
+from semzoo.episodic.tolerance import EMC_ATOL, EMC_RTOL, EMU_DELTA, EMU_DELTA_SUPER_HARD, AllClose, ZBox
 
 DIMS = (1, 2, 4, 6)
 INSIDE, JUST_INSIDE, AT, JUST_OUTSIDE, OUTSIDE = 0.5, 0.97, 1.0, 1.03, 2.0
@@ -421,7 +415,7 @@ def test_torch_tensors_are_accepted():
 @pytest.mark.parametrize("cell_per_width", [0.5, 8.0])
 def test_every_probe_path_gives_the_brute_force_answers(monkeypatch, path, cell_per_width):
     # cells narrower than a box (0.5) make queries span up to 5 cells per dimension
-    monkeypatch.setattr(nearest, "CELL_PER_WIDTH", cell_per_width)
+    monkeypatch.setattr(tolerance, "CELL_PER_WIDTH", cell_per_width)
     if path != "corner cells":
         monkeypatch.setattr(nearest, "MAX_CORNER_DIM", 0)
     if path == "every key":

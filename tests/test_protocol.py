@@ -12,24 +12,13 @@ from typer.testing import CliRunner
 pytest.importorskip("rliable")
 pytest.importorskip("matplotlib")
 
-from semzoo.analysis.protocol import (
-    ABSOLUTE_FILE,
-    ALL_ENVS,
-    CURVES_FILE,
-    MARL_EVAL_FILE,
-    PROFILE_FILE,
-    REPORT_FILE,
-    aggregates,
-    derived_merge_rate,
-    improvements,
-    iqm_curve,
-    memory_pairs,
-    memory_use,
-    metric_at,
-    report,
-    wall_costs,
-)
+from semzoo.analysis.marl_eval import MARL_EVAL_FILE
+from semzoo.analysis.memory_use import derived_merge_rate, memory_use
+from semzoo.analysis.pairing import memory_pairs
+from semzoo.analysis.protocol import ABSOLUTE_FILE, CURVES_FILE, PROFILE_FILE, REPORT_FILE, report
 from semzoo.analysis.report import default_steps, load_runs
+from semzoo.analysis.statistics import ALL_ENVS, aggregates, improvements, iqm_curve, metric_at
+from semzoo.analysis.wall_cost import wall_costs
 from semzoo.cli import app
 from semzoo.config import MemoryConfig, TrainConfig
 from semzoo.runfiles import METRIC_FIELDS

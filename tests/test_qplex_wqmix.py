@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from semzoo.agents.rnn import RNNAgent
 from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
-from semzoo.episodic.tables import SEMTable
+from semzoo.episodic.sem import SEMTable
 from semzoo.learners.wqmix import WQMIXLearner
 from semzoo.mixers.base import make_mixer
 from semzoo.mixers.central import CentralMixer

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from semzoo.episodic.tables import make_episodic_memory
+from semzoo.episodic.sem import make_episodic_memory
 from semzoo.replay.buffer import EpisodeReplayBuffer
 from semzoo.types import EpisodeBatch
 

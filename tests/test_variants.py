@@ -11,7 +11,7 @@ import pytest
 from conftest import NO_ACTOR
 from typer.testing import CliRunner
 
-from semzoo.analysis.protocol import compared_pairs, memory_pairs, setting_pairs
+from semzoo.analysis.pairing import compared_pairs, memory_pairs, setting_pairs
 from semzoo.analysis.report import load_runs, score_table
 from semzoo.cli import app
 from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
@@ -183,7 +183,8 @@ def test_a_cli_sweep_with_a_grid_trains_each_value_and_the_table_shows_them_apar
 
 def test_the_report_draws_and_tabulates_the_sensitivity_to_the_swept_setting(tmp_path):
     pytest.importorskip("rliable")
-    from semzoo.analysis.protocol import report, sensitivities
+    from semzoo.analysis.protocol import report
+    from semzoo.analysis.sensitivity import sensitivities
 
     root = tmp_path / "runs"
     trials = plan_trials(envs=["smax:2s3z"], algos=["qmix", "sem-qmix"], seeds=range(4), steps=1000, out=root,
@@ -208,7 +209,7 @@ def test_the_report_draws_and_tabulates_the_sensitivity_to_the_swept_setting(tmp
 
 
 def test_a_full_grid_gives_each_settings_slice_through_the_defaults_of_the_others(tmp_path):
-    from semzoo.analysis.protocol import sensitivities
+    from semzoo.analysis.sensitivity import sensitivities
 
     trials = plan_trials(envs=["smax:2s3z"], algos=["qmix", "sem-qmix"], seeds=range(2), steps=1000, out=tmp_path,
                          grid={"memory.lam": [0.1, 0.5], "learner.lr": [5e-4, 1e-3]})
@@ -225,7 +226,7 @@ def test_a_full_grid_gives_each_settings_slice_through_the_defaults_of_the_other
 
 
 def test_a_sensitivity_of_another_memory_is_drawn_against_its_base_not_sem(tmp_path):
-    from semzoo.analysis.protocol import sensitivities
+    from semzoo.analysis.sensitivity import sensitivities
 
     trials = plan_trials(envs=["smax:2s3z"], algos=["qmix", "sem-qmix", "emc-qmix"], seeds=range(2), steps=1000,
                          out=tmp_path, grid={"memory.lam": [0.1, 0.5]})
@@ -238,7 +239,8 @@ def test_a_sensitivity_of_another_memory_is_drawn_against_its_base_not_sem(tmp_p
 def test_lambda_and_table_size_swept_apart_in_one_folder_give_both_figures(tmp_path):
     """Issue 26's sensitivity study: lambda around |Q^S| = 1e6 and |Q^S| around lambda = 0.1, two sweeps, one folder."""
     pytest.importorskip("rliable")
-    from semzoo.analysis.protocol import report, sensitivities
+    from semzoo.analysis.protocol import report
+    from semzoo.analysis.sensitivity import sensitivities
 
     root = tmp_path / "runs"
     lam = plan_trials(envs=["smax:2s3z"], algos=["qmix", "sem-qmix"], seeds=range(3), steps=1000, out=root,

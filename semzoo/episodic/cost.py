@@ -12,13 +12,12 @@ from decimal import Decimal
 from typing import Any, NamedTuple
 
 from semzoo.episodic.memory import memory_class
-from semzoo.episodic.tables import (
-    DEFAULT_CAPACITY,
-    PAPER_PROJ_DIM,
-    check_table_sizes,
-    semzoo_storage_bytes,
-    table_class,
-)
+from semzoo.episodic.sem import EpisodicMemory, check_sizes
+
+DEFAULT_CAPACITY = 1_000_000
+"""|Q^S| of the paper's storage figures (sec. 6)."""
+PAPER_PROJ_DIM = 4
+"""D of the paper's storage figures (sec. 6)."""
 
 GB = 10**9
 """The paper's GB: 0.029 GB / 1e6 entries = 29 bytes per entry."""
@@ -30,6 +29,34 @@ rest of its 29 bytes (value and bookkeeping) is taken as fixed per entry."""
 PAPER_FIXED_BYTES = PAPER_BYTES_PER_ENTRY - KEY_BYTES_PER_DIM * PAPER_PROJ_DIM
 PAPER_KINDS = ("sem", "saem")
 """The two memories the paper compares in sec. 6 (``storage_comparison``)."""
+
+
+def table_class(kind: str) -> type[EpisodicMemory]:
+    """The registered memory ``kind`` if it is a table keyed on phi(s) (it has a cost model); ValueError otherwise."""
+    cls = memory_class(kind)
+    if not issubclass(cls, EpisodicMemory):
+        raise ValueError(f"memory {kind!r} is not a table keyed on phi(s) (an EpisodicMemory): it has no table cost model")
+    return cls
+
+
+def check_table_sizes(kind: str, n_agents: int, n_actions: int, capacity: int | float, proj_dim: int) -> int:
+    """The capacity as an int, after a ValueError for a ``kind`` that is no table or a size that is not positive."""
+    table_class(kind)
+    return check_sizes(n_agents, n_actions, capacity, proj_dim)
+
+
+def semzoo_storage_bytes(
+    kind: str,
+    n_agents: int,
+    n_actions: int,
+    capacity: int | float = DEFAULT_CAPACITY,
+    proj_dim: int = PAPER_PROJ_DIM,
+) -> int:
+    """Bytes semzoo's table allocates: one table of `capacity` entries for SEM and for SAEM.
+
+    Equals `make_episodic_memory(kind, ...).nbytes`; SAEM keys add 2 bytes per agent.
+    """
+    return table_class(kind).table_bytes(n_agents, n_actions, capacity=capacity, proj_dim=proj_dim)
 
 
 def paper_bytes_per_entry(proj_dim: int = PAPER_PROJ_DIM) -> int:

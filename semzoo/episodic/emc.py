@@ -48,9 +48,12 @@ import torch
 
 from semzoo.episodic.curiosity import Curiosity
 from semzoo.episodic.memory import Memory, register_memory
-from semzoo.episodic.nearest import AllClose, NearestIndex
-from semzoo.episodic.tables import TableUsage, discounted_returns, project_fixed_order
+from semzoo.episodic.nearest import NearestIndex
+from semzoo.episodic.returns import discounted_returns
+from semzoo.episodic.sem import project_fixed_order
 from semzoo.episodic.target import scatter
+from semzoo.episodic.tolerance import AllClose
+from semzoo.episodic.usage import TableUsage
 
 if TYPE_CHECKING:
     from semzoo.config import TrainConfig
@@ -269,7 +272,7 @@ class EMCMemory(Memory):
         self.projection_DF = np.asarray(state["projection"], np.float64).copy()
         self.index.load_state_dict(state["index"])
         self.values_N = np.asarray(state["values"], np.float32).copy()
-        # a checkpoint from before the diagnostics holds no flags: every entry counts as one visit
+        # a checkpoint without merged flags: every entry counts as one visit
         self.merged_N = np.asarray(state.get("merged", np.zeros(self.capacity, bool)), bool).copy()
         self.usage = TableUsage.from_state(state)
         last = state["last_hit_rate"]

@@ -55,9 +55,11 @@ from torch import nn
 
 from semzoo.episodic.curiosity import Curiosity
 from semzoo.episodic.memory import Memory, register_memory
-from semzoo.episodic.nearest import EMU_DELTA, NearestIndex, ZBox
-from semzoo.episodic.tables import TableUsage, discounted_returns
+from semzoo.episodic.nearest import NearestIndex
+from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.target import scatter
+from semzoo.episodic.tolerance import EMU_DELTA, ZBox
+from semzoo.episodic.usage import TableUsage
 
 if TYPE_CHECKING:
     from semzoo.config import TrainConfig

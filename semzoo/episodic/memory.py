@@ -34,7 +34,7 @@ The hooks, in the order a run calls them (shapes: B episodes, T steps, D state-k
     env_step_interval, on_env_steps(env_steps)               each time the run passes a multiple of the interval
     state_dict(), load_state_dict(state), nbytes, metrics()  checkpoints (exact resume) and the logged figures; a
                                                              table's metrics include memory_merge_rate and
-                                                             memory_cross_hit_rate (semzoo.episodic.tables.TableUsage)
+                                                             memory_cross_hit_rate (semzoo.episodic.usage.TableUsage)
 
 Phase 2 hooks use tensor ops only, with no Python branch on a tensor's value, and read nothing of the
 memory but its fixed settings: the multi-seed update (semzoo.learners.stacked) runs them once for all runs
@@ -61,8 +61,8 @@ if TYPE_CHECKING:
 
 NO_MEMORY = "none"
 """The memory of a plain id (``qmix``): a name no memory can take."""
-_BUILTIN = {"sem": "semzoo.episodic.tables", "saem": "semzoo.episodic.tables", "emc": "semzoo.episodic.emc",
-            "emu": "semzoo.episodic.emu", "lagma": "semzoo.episodic.lagma", "mc": "semzoo.episodic.mc"}
+_BUILTIN = {"sem": "semzoo.episodic.sem", "saem": "semzoo.episodic.sem", "emc": "semzoo.episodic.emc",
+            "emu": "semzoo.episodic.emu", "lagma": "semzoo.episodic.lagma", "mc": "semzoo.episodic.own_return"}
 """The built-in memories by name (SEM, SAEM, EMC, EMU, LAGMA and the own-return ablation mc), and the module whose
 import registers each (its ``@register_memory``)."""
 

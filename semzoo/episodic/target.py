@@ -10,7 +10,7 @@ real step ("target", the paper) or only the steps the table answered ("zero", EM
 Two phases, hooks of each memory (semzoo.episodic.memory): ``lookup_batch`` queries the numpy table (one
 batched query, a table access for LFU eviction) and needs no network; ``combine_target`` forms E from its
 answers with tensor ops only, so the loss can run under ``torch.func.vmap`` over many runs
-(semzoo.learners.stacked). SEM's and SAEM's are in semzoo.episodic.tables; this module holds what they
+(semzoo.learners.stacked). SEM's and SAEM's are in semzoo.episodic.sem; this module holds what they
 share. ``semzoo.episodic.memory.episodic_target`` is the two in a row.
 """
 

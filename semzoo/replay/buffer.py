@@ -6,31 +6,33 @@ Layout. Each field is one tensor over *slots* (a slot is one time step of one ep
 ``length`` L holds L + 1 consecutive slots (its steps and the observation after the last one; the step
 fields leave that last slot unused). ``offset`` and ``length`` [capacity] say where the episode of each
 ring position lies. Slot 0 is never written: it stays zero, and sampling points every padding position at
-it, so a padded batch comes out of one gather per field, with zero padding, as the padded buffer gave it.
+it, so a padded batch [B, max_t + 1, ...] comes out of one gather per field, with zeros on every padding step.
 
 Ring. Episodes are placed one after another, oldest first, and never wrap inside themselves: an episode
 that does not fit before the end goes to slot 1, behind the oldest live episode (a "bip buffer"). The
-ring position of an episode (``insert_pos``) is what it was in the padded buffer, so eviction is oldest
-episode first at ``capacity`` episodes and ``sample`` draws the same episodes from the same generator.
+ring position of an episode (``insert_pos``) counts episodes, not slots (position i holds the i-th episode
+stored, modulo ``capacity``), so eviction is oldest episode first at ``capacity`` episodes and ``sample`` draws
+ring positions uniformly from the run's generator, whatever the episodes' lengths.
 
 Growth. The store starts small and grows by half (compacting the live episodes oldest first) when an episode
 finds no room, up to ``worst_case_slots``: ``(capacity + 1) x (max_t + 1) + 1`` slots, where every
 placement finds room without growing (one episode's length of slack at the end and behind the oldest).
-So memory follows what was played: on SMAX 2s3z episodes fill about 57 of their 100 steps. A growth
+So memory follows what was played, not the episode limit (docs/performance.md has the figures). A growth
 copies one field at a time: for a moment the store holds the new size plus the old copy of one field
 (``growth_transient_bytes`` bounds it; the memory plan counts it).
 
 Storage types. Actions are kept in the smallest integer type that holds ``n_actions``, masks and flags as
 bool, state keys as int32: lossless. ``store_dtype`` (float32 by default) may keep observations and states
-as float16 or bfloat16, which is lossy; a sample always hands out float32 and int64, as before.
+as float16 or bfloat16, which is lossy; a sample always hands out float32 and int64, the types the learner reads.
 
 Device. The store lives on ``device``: the host, or the run's GPU (``learner.replay_device`` 'run'), where a
 collected batch arrives in one copy and a sample is gathered in place, so an update's batch never crosses from
 the host; the ring's index (``offset``, ``length``) stays on the host.
 
 Checkpoints (``state_dict``) hold the real slots packed one episode after another, oldest ring position
-first (the format of 0.3), as CPU tensors whatever the device; ``load_state_dict`` puts them on the buffer's
-device, and also reads the padded form of checkpoints before 0.3.
+first (``layout`` PACKED), as CPU tensors whatever the device; ``load_state_dict`` puts them on the buffer's
+device, and also reads a checkpoint without that layout, whose fields are padded to [capacity, max_t + 1, ...],
+keeping its real slots.
 """
 
 from __future__ import annotations
@@ -288,7 +290,7 @@ class EpisodeReplayBuffer:
 
     @property
     def data(self) -> EpisodeBatch:
-        """``stored()``: what the padded buffer before 0.4 held in its first ``size`` episodes (a copy)."""
+        """``stored()``: the ``size`` stored episodes, padded to [size, max_t + 1, ...] in ring order (a copy)."""
         return self.stored()
 
     # ----- checkpoints ------------------------------------------------------------------------------------------
@@ -296,7 +298,8 @@ class EpisodeReplayBuffer:
     def state_dict(self) -> dict[str, Any]:
         """The stored episodes' real slots, packed (CPU tensors): ``length`` [size], then per field the real
         slots of ring position 0, 1, ... (``obs`` [sum(length + 1), A, O], ``actions`` [sum(length), A], ...),
-        in the types of 0.3 (float32 observations and states, int64 actions).
+        in fixed types (float32 observations and states, int64 actions), so a checkpoint reads the same whatever
+        the store's types.
 
         ``filled`` is not stored (it is ``t < length``), nor the state keys (a function of the states,
         rebuilt with ``set_state_keys``).
@@ -316,13 +319,14 @@ class EpisodeReplayBuffer:
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Inverse of ``state_dict`` (and reads the padded form of older checkpoints, the first ``size`` slots or
-        all of them); a buffer that keeps state keys then needs ``set_state_keys``."""
+        """Inverse of ``state_dict``; a state without the PACKED layout holds padded fields [capacity, max_t + 1, ...],
+        of which the first ``size`` episodes' real slots are kept. A buffer that keeps state keys then needs
+        ``set_state_keys``."""
         size = int(state["size"])
         if state.get("layout") == PACKED:
             length = state["length"].to(torch.int64)
             fields = {name: state[name] for name in PACKED_FIELDS}
-        else:  # 0.2's padded tensors: keep the real slots
+        else:  # padded tensors [capacity, max_t + 1, ...]: keep the real slots
             length = state["length"][:size].to(torch.int64)
             fields = {}
             for name in PACKED_FIELDS:
@@ -360,7 +364,7 @@ class EpisodeReplayBuffer:
 def packed_nbytes(*, n_agents: int, obs_dim: int, state_dim: int, n_actions: int, slots: int, episodes: int) -> int:
     """Bytes of ``state_dict``'s packed copy of ``episodes`` stored episodes holding ``slots`` real slots (their steps
     plus one each): float32 observations and states and bool masks per slot, int64 actions, float32 reward and bool
-    terminated per step, an int64 length per episode (the types of 0.3, whatever the store's)."""
+    terminated per step, an int64 length per episode (``state_dict``'s fixed types, whatever the store's)."""
     per_slot = 4 * (n_agents * obs_dim + state_dim) + n_agents * n_actions
     per_step = 8 * n_agents + 4 + 1
     return slots * per_slot + (slots - episodes) * per_step + 8 * episodes

@@ -11,7 +11,7 @@ fork-safe; and unlike multiprocessing's spawn it does not re-import the parent's
 
 It runs exactly the thread collector's ``EpisodeRunner.run`` with the same parameters, seed and random
 state, so a run gives the same numbers bit for bit; the trainer keeps the acting agent and generator
-(and checkpoints them) as before. Everything crosses the pipe as numpy arrays (plain pickles, no
+(and checkpoints them) as with the thread collector. Everything crosses the pipe as numpy arrays (plain pickles, no
 shared-memory file descriptors). An exception raised in the child is raised in the parent as the same
 type with the child's message (its traceback as a note); a child that dies is a RuntimeError.
 """

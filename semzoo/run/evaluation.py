@@ -194,8 +194,8 @@ def compute_absolute(runs: Sequence[RunSeries], echo: Callable[[str], None] = pr
     The one part of ``semzoo report`` that re-runs policies (``--absolute``): the analysis
     (``semzoo.analysis.protocol.report``) takes it as its ``absolute`` argument and imports no training.
 
-    A run without ``best.ckpt`` (trained before semzoo kept best checkpoints, or stopped before its first
-    evaluation) is left out of the absolute metric with one line naming it, so older runs still report.
+    A run without ``best.ckpt`` (one stopped before its first evaluation, or whose run directory holds none) is
+    left out of the absolute metric with one line naming it, so a report of the other runs still completes.
     """
     done = 0
     for i, run in enumerate(runs, 1):

