@@ -79,8 +79,8 @@ def observation(s: Any, facts: UnitFacts, n_allies: int, moves_AM: jax.Array, at
     n_units = pos.shape[0]
     health, shield = split_health(s, facts)
     bits = type_bits(s, facts, n_allies)
-    others = np.asarray([[j for j in range(n_allies) if j != i] for i in range(n_allies)], np.int32)
-    others = jnp.asarray(others.reshape(n_allies, n_allies - 1))
+    others_np = np.asarray([[j for j in range(n_allies) if j != i] for i in range(n_allies)], np.int32)
+    others = jnp.asarray(others_np.reshape(n_allies, n_allies - 1))
 
     def unit_block(i: jax.Array, j: jax.Array, flag: jax.Array, with_shield: bool) -> jax.Array:
         delta = pos[j] - pos[i]

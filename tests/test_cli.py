@@ -303,7 +303,8 @@ def test_smax_without_jaxmarl_names_the_extra(monkeypatch, tmp_path):
     import semzoo.envs
 
     hide_modules(monkeypatch, "jaxmarl")
-    monkeypatch.delitem(__import__("sys").modules, "semzoo.envs.smax", raising=False)  # imported again without it
+    for module in ("semzoo.envs.smax", "semzoo.envs.smax_core", "semzoo.envs.smax_vec", "semzoo.envs.smac_jax"):
+        monkeypatch.delitem(__import__("sys").modules, module, raising=False)  # imported again without it
     monkeypatch.delattr(semzoo.envs, "smax", raising=False)
     for args in (["train", "--env", "smax:3m", "--steps", "10", "--out", str(tmp_path)],
                  ["memory-cost", "smax:3m"]):

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 700
 """The most lines a module may hold: past this it holds more than one concept, and is split by concept."""
-SPLIT_DIRS = ("semzoo/episodic", "semzoo/analysis")
+SPLIT_DIRS = ("semzoo/episodic", "semzoo/analysis", "envs", "wrappers")
 """The folders held to ``MAX_LINES``."""
 MODULES = sorted(path for folder in SPLIT_DIRS for path in (ROOT / folder).rglob("*.py"))
 
@@ -30,6 +30,9 @@ MOVED = {
                                  "marl_eval_data", "env_and_task", "plot_performance_profiles",
                                  "plot_sample_efficiency", "ALL_ENVS", "ABSOLUTE_FILE", "MARL_EVAL_FILE",
                                  "REPORT_FILE", "PROFILE_FILE", "CURVES_FILE"),
+    "semzoo.envs.smax": ("SMAXEnv", "SMAXVecEnv", "parallel_env", "available_maps", "check_run_env_args",
+                         "resolve_options", "REWARDS", "DEATH_VALUE", "WIN_VALUE", "NEGATIVE_SCALE", "SCALE_RATE",
+                         "FIXED_START_SEED"),
 }
 """Module -> the public names it held before its split, still importable from it (``semzoo.cli`` and the docs
 import some of them from there)."""
