@@ -949,6 +949,11 @@ def memory_cost(
     )
     from semzoo.episodic.tables import projection_bytes
 
+    from semzoo.config import MEMORY_CAPACITY
+
+    if capacity not in MEMORY_CAPACITY or not float(capacity).is_integer():  # inf and nan are not in the range
+        fail(f"--memory-capacity {capacity:g}: expected a whole number of entries {MEMORY_CAPACITY} "
+             f"({MEMORY_CAPACITY.note}), e.g. 1e6", USAGE_ERROR)
     explicit = {"--agents": agents, "--actions": actions, "--state-size": state_size}
     given = [flag for flag, value in explicit.items() if value is not None]
     if target is not None and given:
