@@ -208,6 +208,7 @@ class LAGMAMemory(Memory):
     """LAGMA's memory: a VQ-VAE codebook, the codes' values and sequences, the incentive (the module docstring)."""
 
     description = "LAGMA: VQ-VAE codes of states, goal-reaching code sequences and their incentive (Na and Moon 2024)"
+    size_setting = ("lagma.lagma_n_codes", "--lagma-n-codes")
 
     def __init__(self, *, state_dim: int, n_codes: int = 64, latent_dim: int = 8, hidden_dim: int = 64,
                  lr: float = 5e-4, vq_coef: float = 1.0, commit_coef: float = 0.5, coverage_coef: float = 0.5,

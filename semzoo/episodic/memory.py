@@ -82,6 +82,8 @@ class Memory(ABC):
     """The registered name, set by ``register_memory``: the prefix of the algorithm ids."""
     description: ClassVar[str] = ""
     """One line for ``semzoo algos``."""
+    size_setting: ClassVar[tuple[str, str]] = ("memory.capacity", "--memory-capacity")
+    """The config key and `train` flag its bytes grow with: the memory plan names them when the memory is too big."""
     env_step_interval: int = 0
     """``on_env_steps`` runs each time the run's env steps pass a multiple of this; 0: never."""
 
