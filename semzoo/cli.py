@@ -96,7 +96,8 @@ def parse_env_args(pairs: list[str], flag: str = "--env-arg") -> dict[str, Any]:
 
     Values are JSON; a value that is not JSON is kept as a string, so a bare word such as
     ``attack_mode=random`` needs no quotes. An env that then rejects such a string names the
-    argument (``_string_arg_hint``).
+    argument (``_string_arg_hint``). A value that opens a list, an object or a quoted string and does not
+    parse is a usage error naming the broken JSON.
     """
     out: dict[str, Any] = {}
     for pair in pairs:
@@ -105,20 +106,34 @@ def parse_env_args(pairs: list[str], flag: str = "--env-arg") -> dict[str, Any]:
             fail(f"{flag} {pair!r}: expected KEY=VALUE, e.g. {flag} 'k=-10'", USAGE_ERROR)
         try:
             out[key] = json.loads(raw)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as err:
+            if raw.lstrip()[:1] in JSON_OPENERS:  # meant as JSON (a list, an object, a quoted string), but broken
+                fail(f"{flag} {pair!r}: {key}={raw} is not valid JSON ({err.msg} at character {err.pos}); close every "
+                     f"bracket and quote, e.g. {flag} '{key}=[[1,0],[0,1]]'", USAGE_ERROR)
             out[key] = raw
     return out
+
+
+JSON_OPENERS = ("[", "{", '"')
+"""The first characters of a value that can only be meant as JSON: one that then does not parse is a typo, not a word."""
 
 
 def _string_arg_hint(env_args: dict[str, Any], message: str) -> str:
     """' (note: --env-arg N=abc was read as a string ...)' for string-valued env args ``message`` does not name."""
     strings = [f"{key}={value}" for key, value in env_args.items()
-               if isinstance(value, str) and not (key in message and value in message)]
+               if isinstance(value, str) and not (key in message and value in message)
+               and not _names_as_unknown(message, key)]
     if not strings:
         return ""
     return (f" (note: --env-arg {', '.join(strings)} {'was' if len(strings) == 1 else 'were'} read as "
             f"{'a string' if len(strings) == 1 else 'strings'}: values are JSON, so write a number as 3 or 0.5, "
             "a list as [1,2], a boolean as true)")
+
+
+def _names_as_unknown(message: str, key: str) -> bool:
+    """Whether ``message`` refuses the argument ``key`` itself (an unknown argument): its value's type is not the
+    problem, so a note about strings would point the wrong way."""
+    return "unknown" in message and (f"'{key}'" in message or f'"{key}"' in message)
 
 
 def _build(factory: Callable[..., Any], **kwargs: Any) -> Any:
@@ -330,6 +345,7 @@ def train(ctx: typer.Context, **options: Any) -> None:
                  "give --resume once per run directory of the group and drop --seeds", USAGE_ERROR)
         for run_dir in options["resume"]:
             _check_run_directory(run_dir)
+        _check_distinct_runs(options["resume"])
         changes = {key: options[key] for key in RESUME_FLAGS if key in given}
         _build(TrainConfig.from_dict, data=changes)  # a value out of range is a usage error, as without --resume
         ignored = [TRAIN_FLAGS[f.key] for f in TRAIN_FIELDS if f.key in given and f.key not in RESUME_FLAGS]
@@ -380,6 +396,18 @@ def _check_run_directory(path: str) -> None:
     reader, which says so."""
     if Path(path).exists() and not Path(path).is_dir():
         fail(f"{path} is a file, not a run directory: expected a folder made by `semzoo train` (holding config.json)")
+
+
+def _check_distinct_runs(run_dirs: list[str]) -> None:
+    """A usage error for a run directory given to --resume twice (two names for one folder included)."""
+    seen: dict[Path, str] = {}
+    for run_dir in run_dirs:
+        real = Path(run_dir).resolve()
+        if real in seen:
+            same = "" if seen[real] == run_dir else f" (as {seen[real]})"
+            fail(f"--resume {run_dir} is given twice{same}: a run continues once; give each run directory of the group "
+                 "once", USAGE_ERROR)
+        seen[real] = run_dir
 
 
 def _train_group(config: TrainConfig, seeds: list[int], tensorboard: bool) -> None:
@@ -1017,6 +1045,17 @@ def _click_exceptions() -> Any:
         return importlib.import_module("click.exceptions")
 
 
+VALIDATOR_PREFIXES = ("Value error, ", "Assertion failed, ")
+"""What pydantic (which recent typer uses to convert option values) puts before a validator's own message."""
+
+
+def _without_validator_prefix(message: str) -> str:
+    """A usage error's message without pydantic's 'Value error, ' before the validator's own words."""
+    for prefix in VALIDATOR_PREFIXES:
+        message = message.replace(": " + prefix, ": ")
+    return message
+
+
 def main() -> None:
     """Console entry point: like ``app()``, but click's usage errors are one line (exit 2), not a box."""
     ex = _click_exceptions()
@@ -1027,7 +1066,7 @@ def main() -> None:
             typer.echo(err.ctx.get_help() if err.ctx is not None else err.format_message())
             sys.exit(0)
         where = err.ctx.command_path if err.ctx is not None else "semzoo"
-        typer.echo(f"Error: {err.format_message()} (see '{where} --help')", err=True)
+        typer.echo(f"Error: {_without_validator_prefix(err.format_message())} (see '{where} --help')", err=True)
         sys.exit(USAGE_ERROR)
     except typer.Abort:
         typer.echo("Aborted.", err=True)

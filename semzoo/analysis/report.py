@@ -133,6 +133,9 @@ def load_runs(root: str | Path) -> list[RunSeries]:
     ``SkippedRunWarning`` naming it, so one damaged run does not hide the others.
     """
     root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"{str(root)!r} is a file, not a folder: expected a folder of run directories (made by "
+                         f"`semzoo train` or `semzoo sweep`), e.g. {str(root.parent)!r}")
     if not root.is_dir():
         raise ValueError(f"folder {str(root)!r} does not exist: expected a folder of run directories "
                          "(made by `semzoo train` or `semzoo sweep`)")

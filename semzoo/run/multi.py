@@ -180,6 +180,8 @@ class MultiTrainer:
             return self._train_group(request)
 
     def _train_group(self, request: StopRequest) -> list[dict[str, float]]:
+        for t in self.trainers:
+            t.record_session()
         clock = time.perf_counter()
         wall_at_start = {id(t): t.counters.wall_time for t in self.trainers}
         for t in self.trainers:

@@ -71,6 +71,7 @@ from semzoo.run.rundir import (
     load_run_config,
     new_run_dir,
     open_run_dir,
+    record_session,
     resume_point,
     write_best,
     write_final,
@@ -145,6 +146,8 @@ class Trainer:
         self.actor_startup_s: float | None = None
         """Seconds the last actor process took to start (not checkpointed; None before one started)."""
         self._lock = _lock if _lock is not None or self.run_dir is None else RunLock(self.run_dir)
+        self._session_unrecorded = _checkpoint is not None and self.run_dir is not None
+        """A resumed run adds its session to provenance.json when it starts training (``record_session``)."""
         try:
             self._build(_checkpoint)
             if self.run_dir is not None:
@@ -255,12 +258,20 @@ class Trainer:
         A SIGINT or SIGTERM meanwhile checkpoints the iteration it arrives in and raises ``RunStopped``
         (``semzoo.run.stopping``); ``Trainer.resume`` then continues the run exactly.
         """
+        self.record_session()
         with stop_on_signals() as request:
             self._stop_request = request
             try:
                 return self._train()
             finally:
                 self._stop_request = None
+
+    def record_session(self) -> None:
+        """Add this session to a resumed run's provenance.json, once, as it starts training (a resume that fails
+        before it starts, a group whose other run cannot be resumed, adds none)."""
+        if self._session_unrecorded and self.run_dir is not None:
+            record_session(self.run_dir, self.device, self.counters.env_steps)
+            self._session_unrecorded = False
 
     def _train(self) -> dict[str, float]:
         cfg, c = self.config, self.counters
