@@ -154,7 +154,7 @@ def test_two_fields_with_one_flag_are_refused():
 @pytest.fixture
 def captured_config(monkeypatch, tmp_path):
     """Run `train` up to the trainer: the config it would train, without training or building the env."""
-    import semzoo.cli
+    import semzoo.cli.training
     import semzoo.run.trainer
 
     configs = []
@@ -164,9 +164,9 @@ def captured_config(monkeypatch, tmp_path):
         return tmp_path, {"test_return_mean": 0.0}
 
     monkeypatch.setattr(semzoo.run.trainer, "train", fake_train)
-    monkeypatch.setattr(semzoo.cli, "_check_env", lambda config: None)
-    monkeypatch.setattr(semzoo.cli, "_memory_plan", lambda config, runs=1, label="": None)  # it builds the env
-    monkeypatch.setattr(semzoo.cli, "_report", lambda *args: None)
+    monkeypatch.setattr(semzoo.cli.training, "_check_env", lambda config: None)
+    monkeypatch.setattr(semzoo.cli.training, "_memory_plan", lambda config, runs=1, label="": None)  # it builds the env
+    monkeypatch.setattr(semzoo.cli.training, "_report", lambda *args: None)
     return configs
 
 
