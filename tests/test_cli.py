@@ -165,7 +165,7 @@ def captured_config(monkeypatch, tmp_path):
 
     monkeypatch.setattr(semzoo.run.trainer, "train", fake_train)
     monkeypatch.setattr(semzoo.cli.training, "_check_env", lambda config: None)
-    monkeypatch.setattr(semzoo.cli.training, "_memory_plan", lambda config, runs=1, label="": None)  # it builds the env
+    monkeypatch.setattr(semzoo.cli.training, "_memory_plan", lambda config, runs=1, label="": config)  # it builds the env
     monkeypatch.setattr(semzoo.cli.training, "_report", lambda *args: None)
     return configs
 

@@ -90,7 +90,7 @@ def train(ctx: typer.Context, **options: Any) -> None:
     _build(parse_algorithm, algo_id=config.algo)  # the algorithm table judges --algo: a usage error
     _build(resolve_device, name=config.device)  # a device this machine lacks is a bad --device: usage error
     _check_env(config)
-    _memory_plan(config, runs=len(seeds) if seeds is not None else 1)
+    config = _memory_plan(config, runs=len(seeds) if seeds is not None else 1)
     if seeds is not None:
         _train_group(config, seeds, options["tensorboard"])
         return
@@ -194,19 +194,24 @@ def _check_env(config: TrainConfig) -> None:
         fail(message + _string_arg_hint(config.env_args, message), USAGE_ERROR)
 
 
-def _memory_plan(config: TrainConfig, runs: int = 1, label: str = "") -> None:
-    """Print the memory plan of ``runs`` runs of ``config`` (one line, stderr); exit 1 when its worst case cannot fit."""
+def _memory_plan(config: TrainConfig, runs: int = 1, label: str = "") -> TrainConfig:
+    """Print the memory plan of ``runs`` runs of ``config`` (one line, stderr); exit 1 when its worst case cannot fit.
+    Returns ``config`` fitted to the env's sizes (``memory_plan.fit_to_env``, its change said in one line)."""
     from semzoo.episodic.memory import MemoryDoesNotFitEnv
     from semzoo.mixers.qplex import MissingStateLayout
     from semzoo.run import memory_plan
 
     try:
-        plan, available, device_available = memory_plan.check(config, memory_plan.env_sizes(config), runs=runs)
+        sizes = memory_plan.env_sizes(config)
+        with _warnings_now():
+            config = memory_plan.fit_to_env(config, sizes)
+        plan, available, device_available = memory_plan.check(config, sizes, runs=runs)
     except memory_plan.MemoryPlanRefused as refused:
         fail(label + str(refused))
     except (MissingStateLayout, MemoryDoesNotFitEnv) as err:  # a flag (or preset) the env cannot serve: a usage error
         fail(label + str(err), USAGE_ERROR)
     typer.echo(label + plan.line(available, device_available), err=True)
+    return config
 
 
 def _check_run_env_args(env_id: str, env_args: dict[str, Any]) -> None:

@@ -103,6 +103,15 @@ class Memory(ABC):
         ``config`` that an env of these sizes rules out; ``from_config`` and the memory plan call it. Nothing by default."""
         return None
 
+    @classmethod
+    def fit_env(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
+                obs_dim: int) -> tuple[TrainConfig, str | None]:
+        """``config`` with the defaults of its own settings that an env of these sizes rules out replaced by the
+        nearest value it allows, and the one line that says so (None: nothing changed). A value the user set is
+        kept, for ``check_env`` to refuse. Runs call it before ``check_env``; the config a run stores is the fitted
+        one. Nothing by default."""
+        return config, None
+
     # ----- the plan: bytes before anything is allocated (semzoo.run.memory_plan, `semzoo memory-cost`) --------
     @classmethod
     def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:

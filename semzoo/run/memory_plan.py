@@ -37,6 +37,7 @@ numbers and the options (a smaller ``--buffer-size``, ``--replay-dtype float16``
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -323,6 +324,22 @@ def memory_size_setting(config: TrainConfig) -> str:
     section, _, name = key.rpartition(".")
     value = getattr(getattr(config, section) if section else config, name)
     return f"{flag} {value:,}" if isinstance(value, int) else f"{flag} {value}"
+
+
+def fit_to_env(config: TrainConfig, sizes: EnvSizes) -> TrainConfig:
+    """``config`` with its memory's defaults fitted to the env's sizes (``Memory.fit_env``: LAGMA's latent size capped
+    by a smaller state size), each change warned about in one line; ``config`` itself where nothing changes."""
+    from semzoo import algos
+    from semzoo.episodic.memory import memory_class
+
+    algo = algos.parse_algorithm(config.algo)
+    if not algo.has_memory:
+        return config
+    fitted, note = memory_class(algo.memory).fit_env(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents,
+                                                     n_actions=sizes.n_actions, obs_dim=sizes.obs_dim)
+    if note is not None:
+        warnings.warn(note, stacklevel=3)
+    return fitted
 
 
 def table_bytes(sizes: EnvSizes, config: TrainConfig) -> tuple[int, int]:

@@ -57,7 +57,7 @@ from semzoo import algos
 from semzoo.agents.rnn import flatten_rnns
 from semzoo.config import TrainConfig
 from semzoo.envs.registry import make_vec_env
-from semzoo.presets import unused_preset
+from semzoo.presets import preset_reward_mismatch, unused_preset
 from semzoo.replay.buffer import EpisodeReplayBuffer
 from semzoo.run import memory_plan
 from semzoo.run.actor import ActorProcess, start_or_fall_back
@@ -150,7 +150,8 @@ class Trainer:
         """A resumed run adds its session to provenance.json when it starts training (``record_session``)."""
         try:
             self._build(_checkpoint)
-            if self.run_dir is not None:
+            if self.run_dir is not None:  # the config as _build fitted it to the env (LAGMA's latent size)
+                config = self.config
                 self.logger = open_run_dir(self.run_dir, config, self.best.payload(config), resumed=_checkpoint is not None,
                                            env_steps=self.counters.env_steps, tensorboard=tensorboard,
                                            device=self.device)
@@ -178,7 +179,9 @@ class Trainer:
         self.max_t = int(config.episode_limit or self.env.episode_limit)
         # Refused here, before the memory and the replay buffer exist, when the worst case cannot fit: the CLI checked
         # already, but a run started from Python, a sweep's worker or a resume on a smaller machine had not.
-        memory_plan.check(config, EnvSizes.of(self.env, self.max_t), device=self.device)
+        sizes = EnvSizes.of(self.env, self.max_t)
+        config = self.config = memory_plan.fit_to_env(config, sizes)  # before the plan, which checks the memory's fit
+        memory_plan.check(config, sizes, device=self.device)
         parts = algos.build(config, self.env, self.device)
         self.algo, self.agent, self.mixer, self.memory, self.learner = (parts.algo, parts.agent, parts.mixer,
                                                                         parts.memory, parts.learner)
@@ -631,8 +634,9 @@ def train(config: TrainConfig, *, progress: Progress | bool = True,
 
     ``progress``: True shows progress on stderr (``ConsoleProgress``), False nothing, or a callable.
     """
-    if (note := unused_preset(config)) is not None:
-        warnings.warn(note, stacklevel=2)
+    for note in (unused_preset(config), preset_reward_mismatch(config)):
+        if note is not None:
+            warnings.warn(note, stacklevel=2)
     run_dir = new_run_dir(config)
     trainer = Trainer(config, run_dir=run_dir, tensorboard=tensorboard)
     return run_dir, _run_to_end(trainer, progress)
