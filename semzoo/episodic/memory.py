@@ -9,6 +9,8 @@ The hooks, in the order a run calls them (shapes: B episodes, T steps, D state-k
 
     from_config(config, state_dim=, n_agents=, n_actions=,   build for a run (semzoo.algos.build)
                 obs_dim=)
+    fit_env(config, state_dim=, ...) -> (config, note)       its defaults that the env's sizes rule out, fitted
+                                                             (LAGMA's latent size), with the line that says so
     check_env(config, state_dim=, ...)                       refuse settings the env's sizes rule out
                                                              (MemoryDoesNotFitEnv), before a run is built
     planned_nbytes(config, ...), planned_state_key_words     its bytes and key-cache width before a run is built
