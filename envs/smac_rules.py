@@ -179,5 +179,6 @@ def profile_lines() -> list[str]:
              "--env-arg reward=smac; an option given by name keeps its value):"]
     for name in OPTIONS:
         value = "true" if name == "fixed_starts" else SMAC
-        lines.append(f"  {name}={value:<6} {OPTION_HELP[name]} (default {str(OPTIONS[name][0]).lower()})")
+        setting = f"{name}={value}"
+        lines.append(f"  {setting:<18} {OPTION_HELP[name]} (default {str(OPTIONS[name][0]).lower()})")
     return lines

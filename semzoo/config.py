@@ -77,6 +77,10 @@ POSITIVE = Range(low=0, low_open=True)
 AT_LEAST_ONE = Range(low=1)
 NON_NEGATIVE = Range(low=0)
 PROBABILITY = Range(low=0, high=1)
+MAX_MEMORY_CAPACITY = 10**12
+"""The most entries a memory's table may have: a SEM table of 1e12 entries takes about 29 TB, beyond any machine, so a
+larger ``--memory-capacity`` is a typo; the bound also keeps the table's size quick to compute."""
+MEMORY_CAPACITY = Range(low=1, high=MAX_MEMORY_CAPACITY, note="a SEM table of 1e12 entries takes about 29 TB")
 
 
 def ranged(default: Any, allowed: Range, note: str = "", **metadata: Any) -> Any:
@@ -144,7 +148,7 @@ class MemoryConfig:
     """lambda in (1 - lambda)(Q_tot - y)^2 + lambda (Q_tot - E)^2."""
     proj_dim: int = ranged(4, AT_LEAST_ONE)
     """D, the size of a state's key: SEM's random projection phi(s) = V s, EMC's z = M s, EMU's learned embedding."""
-    capacity: int = ranged(1_000_000, AT_LEAST_ONE, **{FLAG: "memory-capacity"})  # --capacity alone is ambiguous
+    capacity: int = ranged(1_000_000, MEMORY_CAPACITY, **{FLAG: "memory-capacity"})  # --capacity alone is ambiguous
     """|Q^S|, the number of memory entries; beyond it SEM/SAEM evict the least frequently accessed entry, EMC/EMU the
     least recently used."""
     pending_size: int = ranged(5000, AT_LEAST_ONE)

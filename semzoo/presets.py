@@ -56,6 +56,11 @@ class PresetRule:
     not say): the preset refuses those maps in one line rather than run a setup that is not theirs."""
     unbuilt_source: str = ""
     """Where the authors' files say what ``unbuilt`` names."""
+    reward: str = ""
+    """The reward the authors' setup was made for, in words ('' for any): a run on another is told so."""
+    reward_args: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    """Env family -> the env args that give ``reward`` there (``smax``: ``reward=deaths``), their defaults as the
+    family's own (``reward_defaults``); a family not named has no such reward in semzoo."""
 
 
 _QPLEX_SMAC = PresetRule(
@@ -92,7 +97,11 @@ _LAGMA_SPARSE = PresetRule(
     unbuilt={"8m": "the authors' file holds an unresolved merge conflict (VQ-VAE and codebook intervals 10 and 20, "
                    "or 20 and 10), so their setup there is not known"},
     unbuilt_source=_LAGMA_SPARSE_FILES.replace("<map>", "8m"),
+    reward="LAGMA's sparse SMAC reward (aailabkaist/LAGMA config/envs/sc2_sparse.yaml)",
+    reward_args={"smax": {"reward": "deaths"}},
 )
+REWARD_DEFAULTS: dict[str, dict[str, Any]] = {"smax": {"reward": "dense"}}
+"""Env family -> the defaults of the env args a preset's ``reward_args`` name (SMAX's own dense reward)."""
 
 PRESETS: dict[str, tuple[PresetRule, ...]] = {"authors-smac": (_QPLEX_SMAC, _EMC_SMAC),
                                               "authors-sparse": (_LAGMA_SPARSE,)}
@@ -168,6 +177,34 @@ def unused_preset(config: TrainConfig) -> str | None:
             "defaults, PyMARL's setup")
 
 
+def preset_reward_mismatch(config: TrainConfig) -> str | None:
+    """The line that says ``config.env`` does not pay the reward ``config.preset`` was made for (LAGMA's sparse setup
+    on SMAX's dense reward), None when it does or the preset sets nothing for the algorithm: such a run is not the
+    authors' setup, which a user who asked for it should hear at the start."""
+    if config.preset == NO_PRESET or config.preset not in PRESETS:
+        return None
+    from semzoo.algos import parse_algorithm
+
+    algo = parse_algorithm(config.algo)
+    family = config.env.partition(":")[0]
+    for rule in PRESETS[config.preset]:
+        if not rule.reward or not rule.matches(algo):
+            continue
+        wanted = rule.reward_args.get(family)
+        if wanted is None:
+            ways = "; ".join(f"{fam}: --env-arg {' --env-arg '.join(f'{k}={v}' for k, v in args.items())}"
+                             for fam, args in rule.reward_args.items())
+            return (f"--preset {config.preset} is made for {rule.reward}; {config.env} pays its own reward, so the run "
+                    f"is not the authors' setup (semzoo gives that reward on {ways})")
+        given = {key: config.env_args.get(key, REWARD_DEFAULTS.get(family, {}).get(key)) for key in wanted}
+        if given != dict(wanted):
+            have = ", ".join(f"{key}={value}" for key, value in given.items())
+            fix = " ".join(f"--env-arg {key}={value}" for key, value in wanted.items())
+            return (f"--preset {config.preset} is made for {rule.reward}; {config.env} runs on {have}: add {fix} for "
+                    "the reward it was made for")
+    return None
+
+
 def runtime_fields(runtime: str) -> dict[str, Any]:
     """The fields ``runtime`` sets (``key`` -> value); ValueError for an unknown name."""
     if runtime not in RUNTIMES:
@@ -227,4 +264,5 @@ def _fields_text(fields: Mapping[str, Any]) -> str:
 
 
 __all__ = ["DEFAULT_RUNTIME", "NO_PRESET", "PRESETS", "RUNTIMES", "PresetRule", "apply_preset", "check_preset_map",
-           "describe_presets", "preset_fields", "resolved_fields", "runtime_fields", "unused_preset"]
+           "describe_presets", "preset_fields", "preset_reward_mismatch", "resolved_fields", "runtime_fields",
+           "unused_preset"]

@@ -11,10 +11,12 @@ O = observation size, S = state size, U = actions per agent.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
-import torch
+
+if TYPE_CHECKING:  # torch is imported where a tensor is made: `semzoo envs` and the env wrappers read these types without it
+    import torch
 
 NO_ACTION = -1
 """Last-action id before the first step (encoded as an all-zero one-hot)."""
@@ -70,6 +72,8 @@ def packed_copy(tensors: dict[str, torch.Tensor], device: torch.device | str) ->
     The buffer is pinned for a GPU, so the copy runs asynchronously; the values, dtypes and shapes are those
     of ``tensors`` bit for bit.
     """
+    import torch
+
     device = torch.device(device)
     offsets, total = {}, 0
     for name, value in tensors.items():
@@ -171,6 +175,8 @@ class EpisodeBatch:
         one per field), and ``state_keys`` stay on the host, where the memory's table reads them. A batch
         gathered on ``device`` (a replay buffer there) is returned as it is: no copy, its state keys included.
         """
+        import torch
+
         device = torch.device(device)
         tensors = self.tensors()
         if all(on_device(value, device) for value in tensors.values()):
@@ -203,6 +209,8 @@ class CleanBatch:
 
     @classmethod
     def from_batch(cls, batch: EpisodeBatch) -> CleanBatch:
+        import torch
+
         t = batch.reward.shape[1]
         device = batch.reward.device
         slot_valid = torch.arange(t + 1, device=device)[None, :] <= batch.length[:, None]  # [B,T+1]
@@ -240,6 +248,8 @@ class CleanBatch:
         lets a caller add an intrinsic reward. Padding steps hold values that no real step reads. At lambda 0
         this is ``bootstrapped`` up to rounding. Tensor ops only, so it runs under ``torch.func.vmap``.
         """
+        import torch
+
         reward = self.reward if reward_BT is None else reward_BT
         n_steps = reward.shape[1]
         returns: list[torch.Tensor] = []

@@ -154,7 +154,7 @@ def test_two_fields_with_one_flag_are_refused():
 @pytest.fixture
 def captured_config(monkeypatch, tmp_path):
     """Run `train` up to the trainer: the config it would train, without training or building the env."""
-    import semzoo.cli
+    import semzoo.cli.training
     import semzoo.run.trainer
 
     configs = []
@@ -164,9 +164,9 @@ def captured_config(monkeypatch, tmp_path):
         return tmp_path, {"test_return_mean": 0.0}
 
     monkeypatch.setattr(semzoo.run.trainer, "train", fake_train)
-    monkeypatch.setattr(semzoo.cli, "_check_env", lambda config: None)
-    monkeypatch.setattr(semzoo.cli, "_memory_plan", lambda config, runs=1, label="": None)  # it builds the env
-    monkeypatch.setattr(semzoo.cli, "_report", lambda *args: None)
+    monkeypatch.setattr(semzoo.cli.training, "_check_env", lambda config: None)
+    monkeypatch.setattr(semzoo.cli.training, "_memory_plan", lambda config, runs=1, label="": config)  # it builds the env
+    monkeypatch.setattr(semzoo.cli.training, "_report", lambda *args: None)
     return configs
 
 
@@ -258,6 +258,55 @@ def test_resume_names_the_flags_it_ignores(tmp_path):
     assert result.exit_code == 0, result.output
     assert "Warning: --resume trains with the run's own config.json; ignoring --lr, --double-q" in result.output
     assert "after 80 steps" in result.output
+
+
+def test_a_run_directory_given_to_resume_twice_is_a_usage_error_not_a_lock(tmp_path):
+    tiny = ["--env", "matrix:climbing", "--algo", "vdn", "--out", str(tmp_path), "--run-name", "run", "--steps", "40",
+            "--n-envs", "4", "--batch-size", "4", "--buffer-size", "16", "--test-episodes", "4", "--no-tensorboard",
+            *NO_ACTOR_FLAGS]
+    assert invoke("train", *tiny).exit_code == 0
+    run_dir = tmp_path / "run"
+    provenance = (run_dir / "provenance.json").read_text()
+    result = invoke("train", "--resume", str(run_dir), "--resume", str(run_dir), "--steps", "80")
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert f"--resume {run_dir} is given twice" in line and "another semzoo process" not in line
+    assert (run_dir / "provenance.json").read_text() == provenance
+
+
+def test_report_on_a_file_says_it_is_a_file(tmp_path):
+    path = tmp_path / "metrics.csv"
+    path.write_text("env_steps\n")
+    result = invoke("report", str(path))
+    assert result.exit_code == 1, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert "is a file, not a folder" in line and "does not exist" not in line
+
+
+def test_broken_json_in_an_env_arg_is_named():
+    result = invoke("train", "--env", "matrix:custom", "--env-arg", "payoff=[[1,2],[3")
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert "payoff=[[1,2],[3 is not valid JSON" in line and "dtype" not in line
+
+
+def test_an_unknown_env_arg_gets_no_note_about_strings():
+    result = invoke("train", "--env", "matrix:two_step", "--env-arg", "reward=sparse")
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert "unknown env argument 'reward'" in line and "read as a string" not in line
+
+
+def test_a_choice_given_in_the_wrong_case_is_one_line_without_a_validator_prefix():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "semzoo.cli", "train", "--runtime", "PyMARL"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("Error: Invalid value for '--runtime': 'PyMARL' is not one of"), line
+    assert "Value error" not in line
 
 
 # ----- a missing optional part: one line, exit 1, in every command -------------------------------------------------

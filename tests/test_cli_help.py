@@ -62,6 +62,27 @@ def test_the_console_command_prints_the_version():
     assert done.stdout.strip() == f"semzoo {semzoo.__version__}"
 
 
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["train", "--help"], ["envs"]])
+def test_help_version_and_the_env_list_load_no_torch(args):
+    """The CLI parses before it imports the training stack: help and the listings start in a fraction of torch's
+    import time (scripts/bench_startup.py measures it)."""
+    code = ("import sys; sys.argv = ['semzoo', *sys.argv[1:]]\n"
+            "from semzoo.cli import main\n"
+            "try:\n    main()\nexcept SystemExit as stop:\n    code = stop.code\n"
+            "print('TORCH' if 'torch' in sys.modules else 'NO-TORCH', code, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.stderr.strip().splitlines()[-1] in ("NO-TORCH 0", "NO-TORCH None"), done.stderr
+
+
+def test_algos_wraps_its_lines_to_the_help_width():
+    result = CliRunner().invoke(app, ["algos"], terminal_width=80)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(map(len, lines)) <= 80, max(lines, key=len)
+    assert any(line.startswith("  --preset authors-sparse, lagma-<base>:") for line in lines)
+    assert "aailabkaist/LAGMA" in result.stdout.replace("\n", " ")
+
+
 # ----- train --help in panels ----------------------------------------------------------------------------------------
 
 PANEL_HEADINGS = ["Run options", "Algorithm options", "Memory options", "EMC options", "EMU options",

@@ -75,3 +75,17 @@ def test_the_site_home_shows_the_readmes_tested_example():
     readme_first = next(text for kind, text in readme_examples() if kind == "python")
     home = [text for kind, text in readme_examples(ROOT / "docs" / "index.md") if kind == "python"]
     assert home == [readme_first]
+
+
+def test_the_readme_states_no_test_count_that_goes_stale():
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    assert not re.search(r"[\d,]+ (tests )?(passed|skipped)|the [\d,]+ tests", text), "a test count goes stale: drop it"
+
+
+def test_the_readme_and_the_site_home_give_the_install_line_with_the_default_jobs_extra():
+    for page in (ROOT / "README.md", ROOT / "docs" / "index.md"):
+        text = page.read_text()
+        assert 'pip install ".[smax]"' in text and "semzoo[smax]" in text, page.name
+        assert "trains on SMAX" in text, page.name

@@ -82,7 +82,7 @@ def test_capacity_accepts_scientific_notation():
         ((), "missing --agents, --actions, --state-size"),
         (("--agents", "0", "--actions", "3", "--state-size", "4"), "n_agents=0"),
         (("--agents", "2", "--actions", "3", "--state-size", "0"), "--state-size 0"),
-        (("2s3z", "--memory-capacity", "1.5"), "capacity=1.5"),
+        (("2s3z", "--memory-capacity", "1.5"), "--memory-capacity 1.5"),
         (("2s3z", "--proj-dim", "0"), "proj_dim=0"),
     ],
 )
@@ -130,3 +130,59 @@ def test_obs_size_goes_with_explicit_sizes_only():
     assert result.exit_code == 2, result.output
     assert "drop --obs-size" in result.output.strip()
     assert len(result.output.strip().splitlines()) == 1
+
+
+CAPACITY_COMMANDS = {"memory-cost": ["memory-cost", "3m"],
+                     "train": ["train", "--env", "matrix:two_step", "--algo", "sem-qmix", "--steps", "10"]}
+
+
+@pytest.mark.parametrize(("command", "value"), [("memory-cost", "1e18"), ("train", "1e18"), ("train", "inf"),
+                                              ("train", "nan")])
+def test_a_capacity_beyond_any_machine_is_one_usage_error_within_seconds(command, value, tmp_path):
+    """In a subprocess with a timeout (the table's size once came from a trial-division search that never ended), through
+    the console entry point, which gives click's usage errors as one line."""
+    import subprocess
+    import sys
+    import time
+
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "semzoo.cli", *CAPACITY_COMMANDS[command], "--memory-capacity", value],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("Error: "), done.stderr
+    assert "capacity" in done.stderr and "Traceback" not in done.stderr
+    assert time.monotonic() - start < 60
+
+
+@pytest.mark.parametrize(("command", "value"), [("memory-cost", "inf"), ("memory-cost", "nan"), ("memory-cost", "-inf"),
+                                              ("memory-cost", "1e30"), ("train", "1000000000000000000")])
+def test_a_capacity_that_is_no_count_is_one_usage_error(command, value, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, [*CAPACITY_COMMANDS[command], "--memory-capacity", value])
+    assert result.exit_code == 2, result.output
+    text = result.output.strip()
+    assert len(text.splitlines()) == 1 and "capacity" in text, text
+    assert "Traceback" not in text and "cannot convert" not in text
+
+
+def test_the_bucket_count_is_the_first_prime_and_quick_at_the_largest_capacity():
+    import math
+    import time
+
+    from semzoo.config import MAX_MEMORY_CAPACITY
+    from semzoo.episodic.tables import n_buckets_for
+
+    def first_prime_by_trial_division(capacity: int) -> int:
+        n = max(2, math.ceil(capacity * 1.2 / 16))
+        while not (n >= 2 and all(n % d for d in range(2, math.isqrt(n) + 1))):
+            n += 1
+        return n
+
+    for capacity in (*range(1, 400), 1_000_000, 4_194_304, 10**9 + 7, 10**11):
+        assert n_buckets_for(capacity) == first_prime_by_trial_division(capacity), capacity
+    start = time.monotonic()
+    assert n_buckets_for(MAX_MEMORY_CAPACITY) == 75_000_000_001  # the first prime >= 1e12 * 1.2 / 16
+    assert time.monotonic() - start < 1.0
+    for bad in (MAX_MEMORY_CAPACITY + 1, 0, float("inf"), float("nan"), 2.5):
+        with pytest.raises(ValueError, match="--memory-capacity"):
+            n_buckets_for(bad)  # type: ignore[arg-type]

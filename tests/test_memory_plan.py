@@ -223,3 +223,15 @@ def test_train_with_run_on_the_cpu_prints_the_host_plan(tmp_path):
     assert result.exit_code == 0, result.output
     [line] = [line for line in result.output.splitlines() if line.startswith("memory plan:")]
     assert PLAN_LINE.match(line) and "cuda" not in line and "host memory" not in line
+
+
+def test_a_memory_too_big_for_the_machine_is_named_not_the_replay_buffer(tmp_path):
+    """A billion LAGMA codes: the codebook is what cannot fit, so the line names --lagma-n-codes and offers no replay
+    setting (a smaller buffer or float16 storage would leave the codebook as big)."""
+    result = runner.invoke(app, ["train", *TINY, "--algo", "lagma-qmix", "--lagma-latent-dim", "2",
+                                 "--lagma-n-codes", "1000000000", "--out", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.strip().splitlines()
+    assert "the episodic memory" in line and "--lagma-n-codes 1,000,000,000" in line
+    assert "give a smaller --lagma-n-codes" in line
+    assert "--replay-dtype" not in line and "--buffer-size" not in line

@@ -269,3 +269,42 @@ def test_mean_and_median_across_envs_are_n_a_unless_every_env_has_a_value(runs_r
     with write_table_csv(rows, tmp_path / "t.csv").open() as f:
         read = {(r["algo"], r["env"]): r for r in csv.DictReader(f)}
     assert read[("vdn", "mean")]["value"] == "" and read[("vdn", "mean")]["seeds"] == "2"
+
+
+def test_a_copied_run_counts_as_one_seed_and_the_copy_is_named_in_one_line(runs_root, tmp_path):
+    import shutil
+
+    original = runs_root / "matrix_climbing_qmix_seed0"
+    copy = runs_root / "z_copies" / "matrix_climbing_qmix_seed0"  # found after the original (paths sorted)
+    shutil.copytree(original, copy)
+    result = CliRunner().invoke(app, ["report", str(runs_root), "--at", "100,300", "--reps", "20",
+                                      "--out", str(tmp_path / "report")])
+    assert result.exit_code == 0, result.output
+    warned = [line for line in result.stderr.splitlines() if "same run" in line]
+    assert warned == [f"Warning: skipping {copy}: the same run as {original} (qmix on matrix:climbing, seed 0), which "
+                      "trained to 300 env steps; a seed counts once: move one of them out of the folder"]
+    from semzoo.analysis.report import DuplicateRunWarning
+
+    with pytest.warns(DuplicateRunWarning):
+        runs = [r for r in load_runs(runs_root) if (r.env, r.algo) == ("matrix:climbing", "qmix")]
+    assert sorted(r.seed for r in runs) == list(range(len(WIN_RATE["matrix:climbing", "qmix"])))
+
+
+def test_a_metrics_file_cut_mid_row_is_named_in_one_line(runs_root, tmp_path):
+    cut_run = runs_root / "matrix_climbing_qmix_seed0"
+    path = cut_run / "metrics.csv"
+    text = path.read_text()
+    path.write_text(text[: len(text) - 7])  # the last row (test_win_rate at 300) cut inside its value
+    result = CliRunner().invoke(app, ["report", str(runs_root), "--at", "100,300", "--reps", "20",
+                                      "--out", str(tmp_path / "report")])
+    assert result.exit_code == 0, result.output
+    warned = [line for line in result.stderr.splitlines() if "ends inside a row" in line]
+    assert len(warned) == 1 and str(path) in warned[0] and "rows up to env step 300 are read" in warned[0]
+
+
+def test_a_metrics_file_cut_inside_its_header_is_named_not_read_as_a_run_without_the_metric(tmp_path):
+    write_run(tmp_path, "matrix:climbing", "qmix", 0, {0: 0.5, 100: 0.7})
+    path = next(tmp_path.glob("*/metrics.csv"))
+    path.write_text(path.read_text()[:20])
+    result = CliRunner().invoke(app, ["table", str(tmp_path), "--at", "100"])
+    assert f"{path} ends inside a row" in result.stderr and "it holds no full row" in result.stderr, result.output

@@ -47,10 +47,21 @@ def test_a_field_given_another_value_keeps_it_under_the_preset():
     assert config.learner.updates_per_episode == 3.0 and config.learner.learn_start_episodes == 100
 
 
-def test_semzoo_algos_says_what_the_preset_sets():
+def algos_entries() -> list[str]:
+    """The entries of `semzoo algos`, each wrapped entry joined back into one line (its later lines are indented)."""
     result = CliRunner().invoke(app, ["algos"])
     assert result.exit_code == 0, result.output
-    lines = [line for line in result.output.splitlines() if "--preset authors-smac" in line]
+    entries: list[str] = []
+    for line in result.output.splitlines():
+        if line.startswith("    ") and entries:
+            entries[-1] += " " + line.strip()
+        else:
+            entries.append(line)
+    return entries
+
+
+def test_semzoo_algos_says_what_the_preset_sets():
+    lines = [line for line in algos_entries() if "--preset authors-smac" in line]
     assert any("qplex" in line and "qplex_transformation=qatten" in line and "updates_per_episode=2.0" in line
                and "learn_start_episodes=100" in line and "wjh720/QPLEX" in line for line in lines)
     assert any("emc-" in line and "updates_per_episode=2.0" in line and "kikojay/EMC" in line for line in lines)
@@ -176,6 +187,28 @@ def test_train_runs_lagma_with_the_sparse_preset_and_records_it(tmp_path):
     assert result.exit_code == 0, result.output
     saved = json.loads((tmp_path / "r" / "config.json").read_text())
     assert saved["preset"] == "authors-sparse" and saved["lagma"]["lagma_n_codes"] == 256
-    algos = CliRunner().invoke(app, ["algos"])
-    [line] = [line for line in algos.output.splitlines() if line.strip().startswith("--preset authors-sparse")]
+    [line] = [line for line in algos_entries() if line.strip().startswith("--preset authors-sparse")]
     assert "lagma_n_codes=256" in line and "on 2m_vs_1z: lagma_vqvae_interval=10" in line and "8m" in line
+
+
+def test_lagmas_sparse_preset_on_the_dense_reward_says_so_in_one_line():
+    from semzoo.presets import preset_reward_mismatch
+
+    dense = TrainConfig(env="smax:3m", algo="lagma-qmix", preset="authors-sparse")
+    assert preset_reward_mismatch(dense) == (
+        "--preset authors-sparse is made for LAGMA's sparse SMAC reward (aailabkaist/LAGMA config/envs/sc2_sparse.yaml); "
+        "smax:3m runs on reward=dense: add --env-arg reward=deaths for the reward it was made for")
+    assert preset_reward_mismatch(TrainConfig(env="smax:3m", algo="lagma-qmix", preset="authors-sparse",
+                                              env_args={"reward": "deaths"})) is None
+    assert preset_reward_mismatch(TrainConfig(env="smax:3m", algo="qmix", preset="authors-sparse")) is None
+
+
+def test_a_run_of_the_sparse_preset_on_another_reward_says_so_when_it_starts(tmp_path):
+    result = CliRunner().invoke(app, ["train", "--env", "matrix:two_step", "--algo", "lagma-qmix", "--preset",
+                                      "authors-sparse", "--steps", "40", "--test-interval", "40", "--test-episodes",
+                                      "2", "--no-tensorboard", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    (note,) = [i for i, line in enumerate(lines) if "--preset authors-sparse is made for" in line]
+    assert lines[note].startswith("Warning: ") and "matrix:two_step pays its own reward" in lines[note]
+    assert not any(line.startswith("[train]") for line in lines[:note])  # said before the run's progress

@@ -66,6 +66,17 @@ def test_a_resumed_run_adds_a_record_and_keeps_the_earlier_ones(tmp_path, monkey
     assert run_commits(run_dir)[1:] == ["b" * 40 + "-dirty"]
 
 
+def test_a_resume_that_fails_before_it_starts_adds_no_session(tmp_path):
+    """The same run twice in a group: the second cannot take the run's lock, and the first never trained."""
+    from semzoo.run.rundir import RunLockedError
+
+    run_dir, _ = train(tiny(tmp_path, 40), progress=False, tensorboard=False)
+    before = (run_dir / PROVENANCE_FILE).read_text()
+    with pytest.raises(RunLockedError):
+        semzoo.resume_seeds([run_dir, run_dir], steps=80, progress=False, tensorboard=False)
+    assert (run_dir / PROVENANCE_FILE).read_text() == before
+
+
 def test_without_git_the_commit_is_unknown_and_the_rest_is_recorded(monkeypatch):
     monkeypatch.setenv("PATH", "")  # no git to run
     assert provenance.code_version() == {"version": semzoo.__version__, "commit": UNKNOWN_COMMIT, "dirty": None,

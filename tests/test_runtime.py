@@ -143,13 +143,13 @@ def test_an_unknown_runtime_is_a_usage_error(tmp_path):
 
 
 def test_semzoo_algos_and_the_train_help_name_the_papers_runtime_and_what_it_sets():
-    result = runner.invoke(app, ["algos"])
+    result = runner.invoke(app, ["algos"], terminal_width=80)
     assert result.exit_code == 0, result.output
-    line = next(line for line in result.output.splitlines() if line.strip().startswith("--runtime pymarl"))
+    entries = result.output.replace("\n    ", " ").splitlines()  # a wrapped entry's later lines, joined back
+    line = next(line for line in entries if line.strip().startswith("--runtime pymarl"))
     assert "n_envs=1" in line and "sequential=True" in line and "timeout_as_terminal=True" in line
     assert "target_count=pymarl" in line and "oxwhirl/pymarl" in line
-    assert any(line.strip().startswith("--runtime semzoo-0.2") and "n_envs=8" in line
-               for line in result.output.splitlines())
+    assert any(line.strip().startswith("--runtime semzoo-0.2") and "n_envs=8" in line for line in entries)
     help_text = runner.invoke(app, ["train", "--help"], terminal_width=200).output
     assert "--runtime" in help_text and "PyMARL's episode runner" in " ".join(help_text.split())
 

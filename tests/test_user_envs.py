@@ -208,3 +208,22 @@ def test_register_env_replace_is_the_keyword_of_every_registry():
     semzoo.register_env("meeting_replaced", MeetingEnv)
     semzoo.register_env("meeting_replaced", StateGridEnv, replace=True)
     assert isinstance(make_env("meeting_replaced"), StateGridEnv)
+
+
+@pytest.mark.parametrize(("runtime", "warns"), [("pymarl", False), ("semzoo-0.2", True)])
+def test_a_lambda_env_trains_in_the_default_runtime_without_a_word_and_on_a_thread_in_the_former(
+        tmp_path, runtime, warns):
+    """The README's claim: the default runtime collects in the main process, so a lambda factory needs nothing; the
+    former runtime's actor process cannot import a lambda and collects on a thread, with a warning."""
+    import warnings
+
+    from semzoo.envs import matrix_game_v0
+
+    semzoo.register_env(f"lambda_{runtime}", lambda: matrix_game_v0.parallel_env("custom", payoff=[[5, 0], [0, 3]]))
+    config = TrainConfig(env=f"lambda_{runtime}", algo="vdn", steps=200, runtime=runtime, out=str(tmp_path),
+                         test_interval=200, test_episodes=2, learner=LearnerConfig(batch_size=4, buffer_size=16))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        semzoo.train(config, progress=False, tensorboard=False)
+    threaded = [w for w in caught if "collecting on a thread" in str(w.message)]
+    assert bool(threaded) == warns, [str(w.message) for w in caught]

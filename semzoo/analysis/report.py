@@ -67,6 +67,14 @@ class SkippedRunWarning(UserWarning):
     """A run directory under the folder could not be read (bad config.json or metrics.csv) and was left out."""
 
 
+class DuplicateRunWarning(UserWarning):
+    """Two run directories under the folder are the same run (env, label and seed): one is left out, so a seed counts once."""
+
+
+class CutMetricsWarning(UserWarning):
+    """A run's metrics.csv ends inside a row (a run killed while writing, a copy cut short): the cut row is left out."""
+
+
 class CutCurveWarning(UserWarning):
     """The seeds of one (env, algo) stopped at different steps: its curve ends at the step every seed reached."""
 
@@ -125,6 +133,9 @@ def load_runs(root: str | Path) -> list[RunSeries]:
     ``SkippedRunWarning`` naming it, so one damaged run does not hide the others.
     """
     root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"{str(root)!r} is a file, not a folder: expected a folder of run directories (made by "
+                         f"`semzoo train` or `semzoo sweep`), e.g. {str(root.parent)!r}")
     if not root.is_dir():
         raise ValueError(f"folder {str(root)!r} does not exist: expected a folder of run directories "
                          "(made by `semzoo train` or `semzoo sweep`)")
@@ -146,7 +157,35 @@ def load_runs(root: str | Path) -> list[RunSeries]:
     labelled = [(run, run.config) for run in runs if run.config is not None]
     for (run, _), label in zip(labelled, run_labels([config for _, config in labelled]), strict=True):
         run.algo = label
-    return runs
+    return _without_duplicates(runs)
+
+
+def _without_duplicates(runs: list[RunSeries]) -> list[RunSeries]:
+    """``runs`` with one run per (env, label, seed): the one that trained furthest (the first path of a tie) stays, each
+    other is left out with a ``DuplicateRunWarning`` naming both, so a copied run is not counted as a second seed."""
+    kept: dict[tuple[str, str, int], RunSeries] = {}
+    for run in runs:
+        key = (run.env, run.algo, run.seed)
+        other = kept.get(key)
+        if other is None:
+            kept[key] = run
+            continue
+        keep, drop = (run, other) if run.last_step > other.last_step else (other, run)
+        kept[key] = keep
+        warnings.warn(f"skipping {drop.run_dir}: the same run as {keep.run_dir} ({run.algo} on {run.env}, seed "
+                      f"{run.seed}), which trained to {keep.last_step:,} env steps; a seed counts once: move one of "
+                      "them out of the folder", DuplicateRunWarning, stacklevel=3)
+    return [run for run in runs if kept[(run.env, run.algo, run.seed)] is run]
+
+
+def _cut_row(path: Path) -> bool:
+    """Whether the file ``path`` ends inside a row: it is not empty and its last byte is not a newline."""
+    with path.open("rb") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            return False
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) not in (b"\n", b"\r")
 
 
 def _dirs_holding(root: Path, name: str) -> list[Path]:
@@ -168,6 +207,12 @@ def load_run(run_dir: Path) -> RunSeries:
     """One run directory's config and metrics; ValueError/KeyError/OSError when either cannot be read."""
     config = read_run_config(run_dir)
     rows = read_metrics(run_dir)
+    if _cut_row(run_dir / METRICS_FILE):
+        last_row = max((r["env_steps"] for r in rows), default=None)
+        read = "it holds no full row" if last_row is None else f"its rows up to env step {last_row:,} are read"
+        warnings.warn(f"{run_dir / METRICS_FILE} ends inside a row (a run killed while writing it, or a copy cut short): "
+                      f"the cut row is left out, {read}; re-copy the file, or resume the run to rewrite it",
+                      CutMetricsWarning, stacklevel=3)
     by_name: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for row in rows:
         by_name[row["name"]].append((row["env_steps"], row["value"]))

@@ -49,15 +49,45 @@ _MIX_2 = np.uint64(0x94D049BB133111EB)
 _SHIFT_30, _SHIFT_27, _SHIFT_31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
 
+_WITNESSES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41)
+"""Miller-Rabin with these bases is exact for every n < 3.3e24 (Sorenson and Webster 2015), far above any bucket count."""
+
+
 def _is_prime(n: int) -> bool:
-    return n >= 2 and all(n % d for d in range(2, math.isqrt(n) + 1))
+    """Whether ``n`` is prime: deterministic Miller-Rabin, O(log n) multiplications, exact for n < 3.3e24."""
+    if n < 2:
+        return False
+    for p in _WITNESSES:
+        if n % p == 0:
+            return n == p
+    d, s = n - 1, 0
+    while d % 2 == 0:
+        d, s = d // 2, s + 1
+    for a in _WITNESSES:
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(s - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
 
 
 def n_buckets_for(capacity: int) -> int:
     """Buckets allocated for `capacity` entries: the first prime >= capacity * 1.2 / 16.
 
-    A prime count makes every probe step (1 .. N-1) visit all buckets.
+    A prime count makes every probe step (1 .. N-1) visit all buckets. ValueError for a capacity that is not a whole
+    number in ``MEMORY_CAPACITY`` (up to 1e12: the bound keeps the search quick and the table on a machine).
     """
+    from semzoo.config import MEMORY_CAPACITY
+
+    if isinstance(capacity, bool) or not isinstance(capacity, int | float) or capacity not in MEMORY_CAPACITY \
+            or int(capacity) != capacity:
+        raise ValueError(f"capacity={capacity!r}: expected a whole number of entries {MEMORY_CAPACITY} "
+                         f"({MEMORY_CAPACITY.note}); lower --memory-capacity, e.g. 1e6")
     n_buckets = max(2, math.ceil(capacity * SLOTS_PER_ENTRY / BUCKET_SLOTS))
     while not _is_prime(n_buckets):
         n_buckets += 1

@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -90,6 +91,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from semzoo.config import LAGMAConfig
 from semzoo.episodic.memory import Memory, MemoryDoesNotFitEnv, register_memory
 from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.usage import TableUsage
@@ -106,6 +108,8 @@ CODE_CHUNK = 1024
 """States per distance computation when codes are assigned ([chunk, D, K] floats at a time)."""
 LOSS_NAMES = ("total", "recon", "vq", "commit", "coverage")
 """The VQ-VAE's loss and its parts, logged as lagma_loss and lagma_loss_<part>."""
+LATENT_KEY = "lagma.lagma_latent_dim"
+"""The config key of the latent size (``fit_env`` caps its default by the state size)."""
 OPTIMISER_WORDS = 3
 """Words per VQ-VAE parameter in the plan: the weight and Adam's two moments."""
 
@@ -209,6 +213,7 @@ class LAGMAMemory(Memory):
     """LAGMA's memory: a VQ-VAE codebook, the codes' values and sequences, the incentive (the module docstring)."""
 
     description = "LAGMA: VQ-VAE codes of states, goal-reaching code sequences and their incentive (Na and Moon 2024)"
+    size_setting = ("lagma.lagma_n_codes", "--lagma-n-codes")
 
     def __init__(self, *, state_dim: int, n_codes: int = 64, latent_dim: int = 8, hidden_dim: int = 64,
                  lr: float = 5e-4, vq_coef: float = 1.0, commit_coef: float = 0.5, coverage_coef: float = 0.5,
@@ -298,6 +303,19 @@ class LAGMAMemory(Memory):
                    start_steps=c.lagma_start_steps, sequence_interval=c.lagma_sequence_interval,
                    value_window=c.lagma_value_window, top_k=c.lagma_top_k, incentive=c.lagma_incentive,
                    gamma=config.learner.gamma, seed=config.seed, device=resolve_device(config.device))
+
+    @classmethod
+    def fit_env(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
+                obs_dim: int) -> tuple[TrainConfig, str | None]:
+        """The default latent size (LAGMA's 8) capped by a smaller state size (the matrix games' 2-4): a code no larger
+        than what it encodes. A latent size given on the command line or in the config is kept (``check_env``)."""
+        latent = config.lagma.lagma_latent_dim
+        if latent <= state_dim or latent != LAGMAConfig.lagma_latent_dim or LATENT_KEY in config.pinned:
+            return config, None
+        fitted = dataclasses.replace(config, lagma=dataclasses.replace(config.lagma, lagma_latent_dim=state_dim))
+        return fitted, (f"lagma_latent_dim={latent} (LAGMA's) is above the state size {state_dim} of {config.env}: "
+                        f"the run takes lagma_latent_dim={state_dim} (its config.json says so); give "
+                        "--lagma-latent-dim to choose another")
 
     @classmethod
     def check_env(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> None:

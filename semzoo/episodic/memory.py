@@ -9,6 +9,8 @@ The hooks, in the order a run calls them (shapes: B episodes, T steps, D state-k
 
     from_config(config, state_dim=, n_agents=, n_actions=,   build for a run (semzoo.algos.build)
                 obs_dim=)
+    fit_env(config, state_dim=, ...) -> (config, note)       its defaults that the env's sizes rule out, fitted
+                                                             (LAGMA's latent size), with the line that says so
     check_env(config, state_dim=, ...)                       refuse settings the env's sizes rule out
                                                              (MemoryDoesNotFitEnv), before a run is built
     planned_nbytes(config, ...), planned_state_key_words     its bytes and key-cache width before a run is built
@@ -82,6 +84,8 @@ class Memory(ABC):
     """The registered name, set by ``register_memory``: the prefix of the algorithm ids."""
     description: ClassVar[str] = ""
     """One line for ``semzoo algos``."""
+    size_setting: ClassVar[tuple[str, str]] = ("memory.capacity", "--memory-capacity")
+    """The config key and `train` flag its bytes grow with: the memory plan names them when the memory is too big."""
     env_step_interval: int = 0
     """``on_env_steps`` runs each time the run's env steps pass a multiple of this; 0: never."""
 
@@ -100,6 +104,15 @@ class Memory(ABC):
         """Raise ``MemoryDoesNotFitEnv`` (one line: the value, the range the env allows, the fix) for a setting of
         ``config`` that an env of these sizes rules out; ``from_config`` and the memory plan call it. Nothing by default."""
         return None
+
+    @classmethod
+    def fit_env(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
+                obs_dim: int) -> tuple[TrainConfig, str | None]:
+        """``config`` with the defaults of its own settings that an env of these sizes rules out replaced by the
+        nearest value it allows, and the one line that says so (None: nothing changed). A value the user set is
+        kept, for ``check_env`` to refuse. Runs call it before ``check_env``; the config a run stores is the fitted
+        one. Nothing by default."""
+        return config, None
 
     # ----- the plan: bytes before anything is allocated (semzoo.run.memory_plan, `semzoo memory-cost`) --------
     @classmethod

@@ -37,6 +37,7 @@ numbers and the options (a smaller ``--buffer-size``, ``--replay-dtype float16``
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -145,6 +146,9 @@ class MemoryPlan:
     proportion to the learning share of its time), so the plan names it beside the bytes."""
     replay_device: str = HOST
     """Where the replay buffer is counted: ``HOST``, or the CUDA device that holds it (``cuda``, ``cuda:1``)."""
+    memory_size: str = ""
+    """The setting the episodic memory's bytes grow with, as a flag and its value (``--lagma-n-codes 256``); ''
+    without memory."""
 
     @property
     def replay_on_device(self) -> bool:
@@ -306,6 +310,37 @@ def collector_bytes(sizes: EnvSizes, config: TrainConfig) -> int:
     return collected + batch * (t + 1) * padded_slot + activations
 
 
+def memory_size_setting(config: TrainConfig) -> str:
+    """The flag and value the run's episodic memory grows with (``Memory.size_setting``: ``--memory-capacity
+    1,000,000``); '' without memory."""
+    from semzoo import algos
+    from semzoo.episodic.memory import memory_class
+
+    algo = algos.parse_algorithm(config.algo)
+    if not algo.has_memory:
+        return ""
+    key, flag = memory_class(algo.memory).size_setting
+    section, _, name = key.rpartition(".")
+    value = getattr(getattr(config, section) if section else config, name)
+    return f"{flag} {value:,}" if isinstance(value, int) else f"{flag} {value}"
+
+
+def fit_to_env(config: TrainConfig, sizes: EnvSizes) -> TrainConfig:
+    """``config`` with its memory's defaults fitted to the env's sizes (``Memory.fit_env``: LAGMA's latent size capped
+    by a smaller state size), each change warned about in one line; ``config`` itself where nothing changes."""
+    from semzoo import algos
+    from semzoo.episodic.memory import memory_class
+
+    algo = algos.parse_algorithm(config.algo)
+    if not algo.has_memory:
+        return config
+    fitted, note = memory_class(algo.memory).fit_env(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents,
+                                                     n_actions=sizes.n_actions, obs_dim=sizes.obs_dim)
+    if note is not None:
+        warnings.warn(note, stacklevel=3)
+    return fitted
+
+
 def table_bytes(sizes: EnvSizes, config: TrainConfig) -> tuple[int, int]:
     """(bytes of the run's episodic memory at its largest, state-key words per slot), (0, 0) without memory."""
     from semzoo import algos
@@ -345,7 +380,7 @@ def plan(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1, device: torch.d
                       checkpoint_copy=replay.checkpoint_copy, growth_copy_expected=replay.growth_copy_expected,
                       checkpoint_copy_expected=replay.checkpoint_copy_expected, save_field_copy=replay.save_field_copy,
                       updates_per_episode=config.learner.updates_per_episode,
-                      replay_device=replay_place(config, device))
+                      replay_device=replay_place(config, device), memory_size=memory_size_setting(config))
 
 
 def available_memory() -> int | None:
@@ -423,6 +458,17 @@ def refusal(config: TrainConfig, sizes: EnvSizes, the_plan: MemoryPlan, availabl
             f"(replay buffer{buffer_where} worst case {gb(r.replay_worst)}: {config.learner.buffer_size:,} episodes, up "
             f"to {r.replay_worst_slots:,} steps of {r.slot_bytes:,} bytes; expected {gb(r.replay_expected)}), plus "
             f"{gb(copy)} at a time for {copy_name} = {gb(need(r))}")
+    if on_host and r.memory_size and r.table > r.replay_worst:  # the memory, not the replay buffer, is what is big
+        memory_flag = r.memory_size.partition(" ")[0]
+        what = (f"{config.env} {config.algo} for {config.steps:,} steps needs up to {gb(per_run)} per run, most of it "
+                f"the episodic memory: {gb(r.table)} at {r.memory_size} (replay buffer worst case "
+                f"{gb(r.replay_worst)}), plus {gb(copy)} at a time for {copy_name} = {gb(need(r))}")
+        if r.runs > 1:
+            what = f"{r.runs} runs of {what}"
+        if host_budget is not None and r.runs * r.table > host_budget:  # no replay setting can make it fit
+            assert available is not None
+            return (f"memory plan: {what}, but this machine has {gb(available)} available (the plan may use "
+                    f"{MEMORY_MARGIN:.0%}): give a smaller {memory_flag}, or a machine with more memory")
     options = []
     # runs that fit both the host and the device, the copy counted once for them all
     limits = [max(0, budget - once) // max(each, 1)

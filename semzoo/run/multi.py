@@ -37,7 +37,7 @@ import numpy as np
 
 from semzoo.config import TrainConfig
 from semzoo.learners.stacked import StackedUpdate
-from semzoo.presets import unused_preset
+from semzoo.presets import preset_reward_mismatch, unused_preset
 from semzoo.run import memory_plan
 from semzoo.run.group_runner import GroupRunner
 from semzoo.run.rundir import new_run_dir
@@ -127,9 +127,12 @@ class MultiTrainer:
             raise ValueError(f"run_name={config.run_name!r} names one run; the runs of --seeds take the default "
                              "names <env>_<algo>_seed<seed>: drop --run-name")
         if len(seeds) > 1:  # each Trainer checks its own run's plan; the K runs together are checked before any exists
-            memory_plan.check(config, memory_plan.env_sizes(config), runs=len(seeds))
-        if (note := unused_preset(config)) is not None:
-            warnings.warn(note, stacklevel=2)
+            sizes = memory_plan.env_sizes(config)
+            config = memory_plan.fit_to_env(config, sizes)  # once for the group: its runs take the fitted config
+            memory_plan.check(config, sizes, runs=len(seeds))
+        for note in (unused_preset(config), preset_reward_mismatch(config)):
+            if note is not None:
+                warnings.warn(note, stacklevel=2)
         trainers: list[Trainer] = []
         try:
             for seed in seeds:
@@ -180,6 +183,8 @@ class MultiTrainer:
             return self._train_group(request)
 
     def _train_group(self, request: StopRequest) -> list[dict[str, float]]:
+        for t in self.trainers:
+            t.record_session()
         clock = time.perf_counter()
         wall_at_start = {id(t): t.counters.wall_time for t in self.trainers}
         for t in self.trainers:

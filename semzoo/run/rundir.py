@@ -264,18 +264,25 @@ def new_run_dir(config: TrainConfig) -> Path:
 
 def open_run_dir(run_dir: Path, config: TrainConfig, best: dict[str, Any] | None, *, resumed: bool, env_steps: int,
                  tensorboard: bool, device: torch.device) -> MetricsLogger:
-    """Write a run's config.json, its ``provenance.json`` (a resumed run's gets this session's record added) and
-    ``best.ckpt`` as of ``best`` (a resumed run's checkpoint may be older than the file a killed run left), remove
-    ``final.json``, and open metrics.csv (appended to when ``resumed``) with its TensorBoard events when
-    ``tensorboard`` is installed and asked for."""
+    """Write a run's config.json, a new run's ``provenance.json`` (a resumed run's session is added by
+    ``record_session`` once it starts training, so a resume that fails before adds none) and ``best.ckpt`` as of
+    ``best`` (a resumed run's checkpoint may be older than the file a killed run left), remove ``final.json``, and open
+    metrics.csv (appended to when ``resumed``) with its TensorBoard events when ``tensorboard`` is installed and asked
+    for."""
     write_atomic(run_dir / CONFIG_FILE, json.dumps(config.to_dict(), indent=2).encode())
-    write_provenance(run_dir, device, resumed=resumed, env_steps=env_steps)
+    if not resumed:
+        write_provenance(run_dir, device, resumed=False, env_steps=env_steps)
     (run_dir / FINAL_FILE).unlink(missing_ok=True)
     write_best(run_dir, best)
     logger = MetricsLogger(run_dir / METRICS_FILE, fresh=not resumed)
     if tensorboard and importlib.util.find_spec("tensorboard") is not None:
         logger.add_tensorboard(run_dir / TENSORBOARD_DIR, purge_step=env_steps + 1 if resumed else None)
     return logger
+
+
+def record_session(run_dir: Path, device: torch.device, env_steps: int) -> None:
+    """Add this session's record to a resumed run's ``provenance.json``: called when the run starts training."""
+    write_provenance(run_dir, device, resumed=True, env_steps=env_steps)
 
 
 def resume_point(run_dir: Path, config: TrainConfig) -> tuple[RunLock, dict[str, Any] | None]:

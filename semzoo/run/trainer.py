@@ -56,7 +56,7 @@ from semzoo import algos
 from semzoo.agents.rnn import flatten_rnns
 from semzoo.config import TrainConfig
 from semzoo.envs.registry import make_vec_env
-from semzoo.presets import unused_preset
+from semzoo.presets import preset_reward_mismatch, unused_preset
 from semzoo.replay.buffer import EpisodeReplayBuffer
 from semzoo.run import memory_plan
 from semzoo.run.actor import ActorProcess, start_or_fall_back
@@ -70,6 +70,7 @@ from semzoo.run.rundir import (
     load_run_config,
     new_run_dir,
     open_run_dir,
+    record_session,
     resume_point,
     write_best,
     write_final,
@@ -144,9 +145,12 @@ class Trainer:
         self.actor_startup_s: float | None = None
         """Seconds the last actor process took to start (not checkpointed; None before one started)."""
         self._lock = _lock if _lock is not None or self.run_dir is None else RunLock(self.run_dir)
+        self._session_unrecorded = _checkpoint is not None and self.run_dir is not None
+        """A resumed run adds its session to provenance.json when it starts training (``record_session``)."""
         try:
             self._build(_checkpoint)
-            if self.run_dir is not None:
+            if self.run_dir is not None:  # the config as _build fitted it to the env (LAGMA's latent size)
+                config = self.config
                 self.logger = open_run_dir(self.run_dir, config, self.best.payload(config), resumed=_checkpoint is not None,
                                            env_steps=self.counters.env_steps, tensorboard=tensorboard,
                                            device=self.device)
@@ -174,7 +178,9 @@ class Trainer:
         self.max_t = int(config.episode_limit or self.env.episode_limit)
         # Refused here, before the memory and the replay buffer exist, when the worst case cannot fit: the CLI checked
         # already, but a run started from Python, a sweep's worker or a resume on a smaller machine had not.
-        memory_plan.check(config, EnvSizes.of(self.env, self.max_t), device=self.device)
+        sizes = EnvSizes.of(self.env, self.max_t)
+        config = self.config = memory_plan.fit_to_env(config, sizes)  # before the plan, which checks the memory's fit
+        memory_plan.check(config, sizes, device=self.device)
         parts = algos.build(config, self.env, self.device)
         self.algo, self.agent, self.mixer, self.memory, self.learner = (parts.algo, parts.agent, parts.mixer,
                                                                         parts.memory, parts.learner)
@@ -254,12 +260,20 @@ class Trainer:
         A SIGINT or SIGTERM meanwhile checkpoints the iteration it arrives in and raises ``RunStopped``
         (``semzoo.run.stopping``); ``Trainer.resume`` then continues the run exactly.
         """
+        self.record_session()
         with stop_on_signals() as request:
             self._stop_request = request
             try:
                 return self._train()
             finally:
                 self._stop_request = None
+
+    def record_session(self) -> None:
+        """Add this session to a resumed run's provenance.json, once, as it starts training (a resume that fails
+        before it starts, a group whose other run cannot be resumed, adds none)."""
+        if self._session_unrecorded and self.run_dir is not None:
+            record_session(self.run_dir, self.device, self.counters.env_steps)
+            self._session_unrecorded = False
 
     def _train(self) -> dict[str, float]:
         cfg, c = self.config, self.counters
@@ -619,8 +633,9 @@ def train(config: TrainConfig, *, progress: Progress | bool = True,
 
     ``progress``: True shows progress on stderr (``ConsoleProgress``), False nothing, or a callable.
     """
-    if (note := unused_preset(config)) is not None:
-        warnings.warn(note, stacklevel=2)
+    for note in (unused_preset(config), preset_reward_mismatch(config)):
+        if note is not None:
+            warnings.warn(note, stacklevel=2)
     run_dir = new_run_dir(config)
     trainer = Trainer(config, run_dir=run_dir, tensorboard=tensorboard)
     return run_dir, _run_to_end(trainer, progress)

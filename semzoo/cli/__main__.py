@@ -1,0 +1,5 @@
+"""``python -m semzoo.cli``: the console entry point."""
+
+from semzoo.cli import main
+
+main()
