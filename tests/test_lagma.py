@@ -506,7 +506,8 @@ def test_a_latent_size_above_the_state_size_is_refused_where_the_state_size_is_k
 @pytest.mark.parametrize(("args", "line"), [
     (("--lagma-n-codes", "0"), "Error: lagma_n_codes=0: expected an integer >= 1 (LAGMA uses 64 (lagma_sc2.yaml), 256 "
                                "on sparse rewards); the default is 64"),
-    ((), "Error: lagma_latent_dim=8: expected an integer in [1, 4], the state size of matrix:two_step (LAGMA uses 8); "
+    (("--lagma-latent-dim", "8"),  # given: kept, and refused (LAGMA's default 8 alone is capped by the state size)
+     "Error: lagma_latent_dim=8: expected an integer in [1, 4], the state size of matrix:two_step (LAGMA uses 8); "
          "lower --lagma-latent-dim"),
 ])
 def test_cli_refuses_a_bad_lagma_value_in_one_line_with_exit_2(tmp_path, args, line):
