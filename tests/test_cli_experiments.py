@@ -118,7 +118,8 @@ def test_a_bad_value_with_resume_is_a_usage_error_as_without_it(tmp_path):
     resumed = invoke("train", "--resume", str(run_dir), "--steps", steps)
     assert fresh.exit_code == 2, fresh.output
     assert_one_line_error(resumed, "steps=", code=2)
-    group = invoke("train", "--resume", str(run_dir), "--resume", str(run_dir), "--keep-checkpoints", "-1")
+    other = tiny_run(tmp_path, run_name="other")
+    group = invoke("train", "--resume", str(run_dir), "--resume", str(other), "--keep-checkpoints", "-1")
     assert_one_line_error(group, "keep_checkpoints=-1", code=2)
 
 

@@ -57,7 +57,7 @@ def test_a_bad_replay_device_is_refused_in_one_line(tmp_path):
     assert done.returncode == 2, done.stderr
     line = done.stderr.strip()
     assert len(line.splitlines()) == 1 and "Traceback" not in line, line
-    assert line.startswith("Error: Invalid value for '--replay-device': Value error, 'gpu' is not one of 'host', 'run'.")
+    assert line.startswith("Error: Invalid value for '--replay-device': 'gpu' is not one of 'host', 'run'.")
     assert not any(tmp_path.iterdir())
     with pytest.raises(ValueError, match=r"^replay_device='gpu': expected one of 'host', 'run'"):
         LearnerConfig(replay_device="gpu")  # type: ignore[arg-type]
