@@ -8,26 +8,30 @@ attribute docstring is its ``semzoo train --help`` text, and every numeric field
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import functools
-import inspect
-import itertools
-import math
 import re
-import textwrap
-import types
-import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-RANGE = "range"
-"""Key of a field's metadata that holds its ``Range``."""
-FLAG = "flag"
-"""Key of a field's metadata that names its CLI flag when the field's own name would say too little."""
-CLI = "cli"
-"""Key of a field's metadata that is False for a field with no flag of its own (``pinned``: the CLI fills it)."""
+from semzoo import settings as _settings
+from semzoo.plugins import check_free, load_plugins
+
+# the settings helpers, also importable from here (``X as X``: re-exported)
+from semzoo.settings import AT_LEAST_ONE as AT_LEAST_ONE
+from semzoo.settings import CLI as CLI
+from semzoo.settings import FLAG as FLAG
+from semzoo.settings import NON_NEGATIVE as NON_NEGATIVE
+from semzoo.settings import POSITIVE as POSITIVE
+from semzoo.settings import PROBABILITY as PROBABILITY
+from semzoo.settings import RANGE as RANGE
+from semzoo.settings import ConfigField as ConfigField
+from semzoo.settings import Range as Range
+from semzoo.settings import check_fields as check_fields
+from semzoo.settings import field_docs as field_docs
+from semzoo.settings import ranged as ranged
+
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 """Device names a config accepts; whether the machine has that device is checked when a run starts."""
 _preset_resolver: Callable[[TrainConfig], None] | None = None
@@ -41,53 +45,12 @@ def install_preset_resolver(resolver: Callable[[TrainConfig], None]) -> None:
     _preset_resolver = resolver
 
 
-@dataclass(frozen=True)
-class Range:
-    """The finite numbers a field accepts: ``low <= value <= high``, an end excluded where ``*_open``."""
-
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-    note: str = ""
-    """Why, or the paper's value, appended to the error."""
-
-    def __contains__(self, value: float) -> bool:
-        if not math.isfinite(value):
-            return False
-        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
-        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
-        return above and below
-
-    def __str__(self) -> str:
-        if self.low is not None and self.high is not None:
-            return f"in {'(' if self.low_open else '['}{_number(self.low)}, {_number(self.high)}{')' if self.high_open else ']'}"
-        if self.low is not None:
-            return f"{'>' if self.low_open else '>='} {_number(self.low)}"
-        if self.high is not None:
-            return f"{'<' if self.high_open else '<='} {_number(self.high)}"
-        return ""  # any finite number: ``_expected`` says "a finite number" already
-
-
-def _number(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
-POSITIVE = Range(low=0, low_open=True)
-AT_LEAST_ONE = Range(low=1)
-NON_NEGATIVE = Range(low=0)
-PROBABILITY = Range(low=0, high=1)
 MAX_MEMORY_CAPACITY = 10**12
 """The most entries a memory's table may have: a SEM table of 1e12 entries takes about 29 TB, beyond any machine, so a
 larger ``--memory-capacity`` is a typo; the bound also keeps the table's size quick to compute."""
 MEMORY_CAPACITY = Range(low=1, high=MAX_MEMORY_CAPACITY, note="a SEM table of 1e12 entries takes about 29 TB")
 
 
-def ranged(default: Any, allowed: Range, note: str = "", **metadata: Any) -> Any:
-    """A field with a default and the ``Range`` its values must lie in (``note`` explains the range)."""
-    if note:
-        allowed = dataclasses.replace(allowed, note=note)
-    return field(default=default, metadata={RANGE: allowed, **metadata})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -450,11 +413,16 @@ class TrainConfig:
     pinned: tuple[str, ...] = field(default=(), metadata={CLI: False})
     """Config keys given explicitly (``learner.lr``, ``n_envs``): the runtime and the preset leave them as given,
     even at their default. The command line fills it with the flags typed; from Python, name them here."""
+    components: dict[str, Any] = field(default_factory=dict, metadata={CLI: False, _settings.HOLDER: True})
+    """The own settings of the registered components the algorithm uses (a memory or mixer registered with a
+    ``settings`` dataclass), section name -> settings, filled with their defaults; config.json stores each as a
+    section of its own (``"best": {"bonus": 0.01}``), ``--set best.bonus=0.05`` sets one."""
 
     def __post_init__(self) -> None:
         if isinstance(self.pinned, list):  # from JSON
             object.__setattr__(self, "pinned", tuple(self.pinned))
         check_fields(self)
+        object.__setattr__(self, "components", used_components(self.algo, self.components))
         unknown = [key for key in self.pinned if key not in _config_keys()]
         if unknown:
             raise ValueError(f"pinned names {unknown}, which are not config keys: expected keys such as 'n_envs' or "
@@ -466,157 +434,193 @@ class TrainConfig:
             raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'; "
                              "'auto' picks a GPU when one is present")
 
+    def settings(self, section: str) -> Any:
+        """A section's settings by name: a built-in one (``settings('learner')`` is ``self.learner``) or the own
+        settings of a registered component the algorithm uses (``settings('best')``, a plugin memory's)."""
+        if section in self.components:
+            return self.components[section]
+        if section in SECTIONS:
+            return getattr(self, section)
+        owner = registered_components().get(section)
+        used = f"; algo={self.algo!r} does not use {owner.kind} {section!r}" if owner is not None else ""
+        raise KeyError(f"no config section {section!r}{used}: expected one of "
+                       f"{', '.join([*SECTIONS, *self.components])}")
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The config as plain data, config.json's shape: each component's settings a section of its own."""
+        data = dataclasses.asdict(self)
+        data.update(data.pop("components"))
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        """Inverse of to_dict; unknown keys are an error so a stale config is noticed."""
+        """Inverse of to_dict; unknown keys are an error so a stale config is noticed.
+
+        A section no built-in field holds is a registered component's settings; the plugins are loaded first, so
+        a run of a plugin memory reads back where the plugin is installed or named in ``SEMZOO_PLUGINS``.
+        """
         sections = config_sections(cls)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
+        if unknown - registered_components().keys():
+            load_plugins()
+        registered = registered_components().keys()
+        components = {**data.get("components", {}), **{k: data[k] for k in unknown & registered}}
+        unknown -= registered
         if unknown:
-            raise ValueError(f"unknown config keys {sorted(unknown)}: expected a subset of {sorted(known)}")
-        kwargs = {k: (sections[k](**v) if k in sections else v) for k, v in data.items()}
-        return cls(**kwargs)
+            raise ValueError(f"unknown config keys {sorted(unknown)}: expected a subset of {sorted(known)}, or the "
+                             "section of a registered component (a plugin's: import it with --plugin MODULE)")
+        kwargs = {k: (sections[k](**v) if k in sections else v) for k, v in data.items() if k in known}
+        return cls(**{**kwargs, "components": components})
 
 
-# --- The config tree as data: its sections, its leaves with their docs, and the checks of every field ---
-
-
-_HINTS: dict[type, dict[str, Any]] = {}
-
-
-def _type_hints(cls: type) -> dict[str, Any]:
-    """The resolved field types of a dataclass (its annotations are strings here), computed once per class."""
-    if cls not in _HINTS:
-        _HINTS[cls] = typing.get_type_hints(cls)
-    return _HINTS[cls]
+def _config_keys() -> frozenset[str]:
+    """Every key a config has or may have: the built-in fields', and the registered components' (``best.bonus``)."""
+    return _builtin_keys() | component_keys()
 
 
 @functools.cache
-def _config_keys() -> frozenset[str]:
+def _builtin_keys() -> frozenset[str]:
     return frozenset(f.key for f in config_fields(TrainConfig))
 
 
 def config_sections(cls: type = TrainConfig) -> dict[str, type]:
     """The nested sections of a config class, name -> dataclass: ``{'agent': AgentConfig, ...}``."""
-    hints = _type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls) if dataclasses.is_dataclass(hints[f.name])}
-
-
-@functools.cache
-def field_docs(cls: type) -> dict[str, str]:
-    """Each field's attribute docstring (the string right under it in the class body), as one line.
-
-    Read from the source with ``ast``; empty when the source is not available (a frozen install).
-    """
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    except (OSError, TypeError, SyntaxError):
-        return {}
-    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
-    docs = {}
-    for node, after in itertools.pairwise(body):
-        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
-                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
-            docs[node.target.id] = " ".join(after.value.value.split())
-    return docs
-
-
-@dataclass(frozen=True)
-class ConfigField:
-    """One leaf of the config tree; ``key`` is how ``sweep --set`` names it (``test_interval``, ``learner.lr``)."""
-
-    key: str
-    section: str | None
-    name: str
-    type: Any
-    default: Any
-    help: str
-    metadata: Mapping[str, Any]
+    return _settings.config_sections(cls)
 
 
 def config_fields(cls: type = TrainConfig) -> list[ConfigField]:
-    """Every leaf of the tree: the top-level fields, then each section's, in declaration order."""
-    sections = config_sections(cls)
-    leaves: list[tuple[str | None, dataclasses.Field[Any], type]] = [
-        (None, f, cls) for f in dataclasses.fields(cls) if f.name not in sections]
-    for name, section_cls in sections.items():
-        leaves += [(name, f, section_cls) for f in dataclasses.fields(section_cls)]
-    out = []
-    for section, f, owner in leaves:
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        out.append(ConfigField(key=f"{section}.{f.name}" if section else f.name, section=section, name=f.name,
-                               type=_type_hints(owner)[f.name], default=default,
-                               help=field_docs(owner).get(f.name, ""), metadata=f.metadata))
-    return out
-
-
-def check_fields(config: Any) -> None:
-    """Check every field of a config dataclass against its type and ``Range``: one ValueError naming the field.
-
-    Integral floats given to an int field (1e6 from JSON) become ints, ints given to a float field floats.
-    """
-    hints = _type_hints(type(config))
-    for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        kind = hints[f.name]
-        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-            if not isinstance(value, kind):
-                raise TypeError(f"{f.name}={value!r}: expected type {kind.__name__}")
-            continue
-        args = typing.get_args(kind)
-        if typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in args:
-            if value is None:
-                continue
-            kind = next(arg for arg in args if arg is not type(None))
-        allowed = f.metadata.get(RANGE)
-        converted = _convert(value, kind)
-        if converted is None or (allowed is not None and converted not in allowed):
-            raise ValueError(f"{f.name}={value!r}: expected {_expected(kind, allowed)}{_fix(f)}")
-        if converted is not value:
-            object.__setattr__(config, f.name, converted)  # frozen: the one write, before anyone reads it
-
-
-def _convert(value: Any, kind: Any) -> Any:
-    """``value`` as a ``kind`` (int, float, bool, str, dict or a Literal); None when it is not one."""
-    if typing.get_origin(kind) is Literal:
-        return value if value in typing.get_args(kind) else None
-    if kind is bool:
-        return value if isinstance(value, bool) else None
-    if kind in (int, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return None
-        if kind is float:
-            return float(value) if isinstance(value, int) else value
-        if isinstance(value, float):
-            return int(value) if value.is_integer() else None  # is_integer is False for nan and inf
-        return value
-    origin = typing.get_origin(kind) or kind
-    return value if not isinstance(origin, type) or isinstance(value, origin) else None
-
-
-def _expected(kind: Any, allowed: Range | None) -> str:
-    if typing.get_origin(kind) is Literal:
-        return f"one of {', '.join(map(repr, typing.get_args(kind)))}"
-    if kind is bool:
-        return "true or false"
-    if kind in (int, float):
-        text = "an integer" if kind is int else "a finite number"
-        if allowed is not None:
-            text += (f" {allowed}" if str(allowed) else "") + (f" ({allowed.note})" if allowed.note else "")
-        return text
-    return f"type {getattr(typing.get_origin(kind) or kind, '__name__', kind)}"
-
-
-def _fix(f: dataclasses.Field[Any]) -> str:
-    if f.default is None:
-        return "; leave it unset for the default"
-    if f.default is dataclasses.MISSING:
-        return ""
-    return f"; the default is {f.default!r}"
+    """Every leaf of the config tree (``TrainConfig``'s by default): the top-level fields, then each section's."""
+    return _settings.config_fields(cls)
 
 
 SECTIONS = config_sections(TrainConfig)
 """The nested sections of ``TrainConfig``, name -> dataclass; from_dict, ``sweep --set`` and the CLI read it."""
+
+
+# --- Components' own settings: a memory or mixer registered with a settings dataclass ---
+
+
+@dataclass(frozen=True)
+class Component:
+    """A registered memory or mixer that has settings of its own: ``settings`` is a frozen dataclass, every field
+    with a default (``ranged`` fields are range-checked as the built-in ones), its section named ``name``."""
+
+    kind: Literal["memory", "mixer"]
+    name: str
+    settings: type
+
+    def used_by(self, algo: str) -> bool:
+        """Whether the algorithm id ``algo`` trains with this component (ids are ``<base>`` or ``<memory>-<base>``,
+        a memory's name has no '-', and a registered mixer is a base of its own name)."""
+        if self.kind == "memory":
+            return algo.partition("-")[0] == self.name and "-" in algo
+        return algo == self.name or algo.endswith(f"-{self.name}")
+
+
+_COMPONENTS: dict[str, Component] = {}
+
+
+def register_settings(kind: Literal["memory", "mixer"], name: str, settings: type, *, replace: bool = False) -> None:
+    """Give the component ``kind`` ``name`` the settings dataclass ``settings``: its section ``name`` of every config
+    whose algorithm uses it (``config.settings(name)``), its keys ``<name>.<field>`` for ``--set`` and sweeps.
+
+    ``semzoo.register_memory(name, settings=...)`` and ``semzoo.register_mixer(name, settings=...)`` call it.
+    The registries' one rule holds: the same class again is a no-op, another one a ValueError unless ``replace``.
+    """
+    if not (isinstance(settings, type) and dataclasses.is_dataclass(settings)
+            and settings.__dataclass_params__.frozen):  # type: ignore[attr-defined]
+        raise TypeError(f"{kind} {name!r}: settings={settings!r}, expected a frozen dataclass "
+                        "(@dataclass(frozen=True, kw_only=True)) whose fields have defaults")
+    missing = [f.name for f in dataclasses.fields(settings)
+               if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise TypeError(f"{kind} {name!r}: settings field(s) {missing} have no default; give each one (a run that "
+                        "does not set it trains with it)")
+    taken = {f.name for f in dataclasses.fields(TrainConfig)}
+    if name in taken or not name.isidentifier():
+        raise ValueError(f"{kind} {name!r}: its settings section would be named {name!r}, "
+                         + ("which is a field of TrainConfig" if name in taken else "which is not an identifier")
+                         + "; register it under another name")
+    check_free("settings section", name, Component(kind, name, settings), _COMPONENTS, replace=replace)
+    _COMPONENTS[name] = Component(kind, name, settings)
+
+
+def registered_components() -> dict[str, Component]:
+    """Section name -> the component whose settings it holds, in registration order."""
+    return dict(_COMPONENTS)
+
+
+def component_fields(algo: str | None = None) -> list[ConfigField]:
+    """The leaves of the components' settings (``best.bonus``), of those ``algo`` uses when it is given."""
+    out = []
+    for name, component in _COMPONENTS.items():
+        if algo is None or component.used_by(algo):
+            out += [dataclasses.replace(f, key=f"{name}.{f.name}", section=name)
+                    for f in _settings.config_fields(component.settings)]
+    return out
+
+
+def used_components(algo: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of the components ``algo`` uses, from ``given`` (section -> settings or a dict of them) and the
+    defaults; a section given for a component the algorithm does not use is an error unless it holds the defaults."""
+    out = {}
+    for name, value in given.items():
+        component = _COMPONENTS.get(name)
+        if component is None:
+            raise ValueError(f"components names {name!r}, which no registered memory or mixer declares settings for: "
+                             f"expected one of {sorted(_COMPONENTS)} (a plugin's: import it with --plugin MODULE)")
+        settings = _settings_of(component, value)
+        if component.used_by(algo):
+            out[name] = settings
+        elif settings != component.settings():
+            raise ValueError(f"{name}.* set for algo={algo!r}, which does not train with {component.kind} {name!r}: "
+                             f"drop the {name} settings, or train an algorithm that uses it")
+    for name, component in _COMPONENTS.items():
+        if component.used_by(algo) and name not in out:
+            out[name] = component.settings()
+    for settings in out.values():
+        check_fields(settings)
+    return out
+
+
+def component_keys() -> frozenset[str]:
+    """The keys of every registered component's settings (``best.bonus``)."""
+    return frozenset(f.key for f in component_fields())
+
+
+def _settings_of(component: Component, value: Any) -> Any:
+    if isinstance(value, component.settings):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{component.name}={value!r}: expected the settings of {component.kind} {component.name!r} "
+                        f"({component.settings.__name__}) or a dict of them")
+    names = [f.name for f in dataclasses.fields(component.settings)]
+    unknown = sorted(set(value) - set(names))
+    if unknown:
+        raise ValueError(f"{component.name}.{unknown[0]}: not a setting of {component.kind} {component.name!r}; "
+                         f"expected one of {', '.join(f'{component.name}.{n}' for n in names)}")
+    return component.settings(**value)
+
+
+def apply_overrides(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``{'learner.batch_size': 8, 'test_interval': 500}`` applied to a ``TrainConfig.to_dict()``-shaped dict.
+
+    Keys are ``<field>`` or ``<section>.<field>``: those of ``config_fields`` and of the registered components'
+    settings (``component_fields``); ValueError naming a key that is neither.
+    """
+    keys = _config_keys()
+    components = registered_components()
+    out = {k: (dict(v) if isinstance(v, dict) and (k in SECTIONS or k in components) else v) for k, v in base.items()}
+    for key, value in overrides.items():
+        if key not in keys:
+            sections = [*SECTIONS, *components]
+            raise ValueError(f"config key {key!r}: expected <field> such as test_interval or <section>.<field> "
+                             f"such as learner.batch_size, sections {', '.join(sections)} "
+                             "(`semzoo train --help` lists the fields)")
+        section, _, name = key.rpartition(".")
+        if section:
+            out.setdefault(section, {})[name] = value
+        else:
+            out[key] = value
+    return out

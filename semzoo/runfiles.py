@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from semzoo.config import TrainConfig, config_fields
+from semzoo.config import TrainConfig, component_fields, config_fields
 from semzoo.episodic.memory import NO_MEMORY, memory_of
 from semzoo.presets import DEFAULT_RUNTIME, preset_fields, resolved_fields
 
@@ -152,8 +152,9 @@ def env_label(config: TrainConfig) -> str:
 
 
 def run_variant(config: TrainConfig) -> dict[str, Any]:
-    """The run's section settings (agent, mixer, memory, learner, exploration) that differ from the defaults, key
-    -> value in the config's order; memory settings only for an algorithm with episodic memory.
+    """The run's section settings (agent, mixer, memory, learner, exploration, and a component's own, such as a
+    plugin memory's ``best.bonus``) that differ from the defaults, key -> value in the config's order; memory
+    settings only for an algorithm with episodic memory.
 
     A runtime other than the default stands for the fields it set in the same way (``qmix runtime=semzoo-0.2``).
     A preset stands for the fields it set (``semzoo.presets``): a run with ``--preset authors-smac`` that the
@@ -167,11 +168,11 @@ def run_variant(config: TrainConfig) -> dict[str, Any]:
     if preset_fields(config.preset, config.algo, config.env):
         out[PRESET_KEY] = config.preset
     unset = _unset_values(config)
-    for f in config_fields():
+    for f in [*config_fields(), *component_fields(config.algo)]:
         if f.section is None or (f.section == "memory" and not has_memory):
             continue
         value = data[f.section][f.name]
-        if value != unset[f.key]:
+        if value != unset.get(f.key, f.default):
             out[f.key] = value
     return out
 

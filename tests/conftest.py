@@ -74,6 +74,7 @@ def fresh_registries(monkeypatch):
     """Copies of the mixer, algorithm and env registries and of the plugin state, put back after the test,
     with tests/plugins on sys.path: what a test registers (broken extensions on purpose) leaves no trace."""
     import semzoo.algos
+    import semzoo.config
     import semzoo.mixers.base
     import semzoo.plugins
     from semzoo.envs import registry
@@ -83,6 +84,7 @@ def fresh_registries(monkeypatch):
     monkeypatch.setattr(semzoo.algos, "_TABLE", dict(semzoo.algos._TABLE))
     monkeypatch.setattr(registry, "_registered", dict(registry._registered))
     monkeypatch.setattr(semzoo.plugins, "_loaded", set(semzoo.plugins._loaded))
+    monkeypatch.setattr(semzoo.config, "_COMPONENTS", dict(semzoo.config._COMPONENTS))
     monkeypatch.setenv(semzoo.plugins.PLUGINS_ENV, "")  # set, not deleted: monkeypatch restores only what it set
     monkeypatch.syspath_prepend(str(PLUGINS))
     plugin_modules = ("contract_breakers", "unknown_mixer_algorithm")  # the broken ones, used only here

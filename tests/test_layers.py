@@ -1,5 +1,5 @@
-"""The layers of semzoo: no import circle among its modules, a ground floor that imports nothing of semzoo, a
-memory contract below the learners, and an analysis half that loads no torch.
+"""The layers of semzoo: no import circle among its modules, a ground floor that imports nothing of semzoo, the
+config on it and the plugins alone, a memory contract below the learners, and an analysis half that loads no torch.
 
 The import graph is read from the source with ``ast``. An edge is every import statement of a module, wherever it
 stands: at the top, inside a function (a deferred import) or under ``if TYPE_CHECKING:``; a reader learning the
@@ -22,7 +22,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"semzoo": ROOT / "semzoo", "semzoo.envs": ROOT / "envs", "semzoo.wrappers": ROOT / "wrappers"}
 """Installed package -> its folder (pyproject.toml maps envs/ and wrappers/ into semzoo)."""
-GROUND_FLOOR = ("semzoo.config", "semzoo.types", "semzoo.errors")
+GROUND_FLOOR = ("semzoo.settings", "semzoo.types", "semzoo.errors")
+CONFIG_MAY_IMPORT = {"semzoo.settings", "semzoo.plugins"}
+"""The config stands on the ground floor's settings helpers and on the plugins (the registries' one rule, and the
+plugins a stored config of a plugin's component needs)."""
 ANALYSIS_MAY_IMPORT = ("semzoo.analysis", "semzoo.config", "semzoo.errors", "semzoo.runfiles", "semzoo.plugins",
                        "semzoo.episodic.memory", "semzoo.presets")
 """The analysis of finished runs reads run directories, the memory registry's names and the presets' fields (a
@@ -142,6 +145,11 @@ def test_every_import_of_semzoo_names_a_module_that_exists():
 def test_the_ground_floor_imports_no_other_semzoo_module(module):
     assert imports()[module] == {}, f"{module} imports " + ", ".join(
         f"{target} ({_where(module, target)})" for target in imports()[module])
+
+
+def test_the_config_imports_only_the_settings_helpers_and_the_plugins():
+    assert set(imports()["semzoo.config"]) == CONFIG_MAY_IMPORT
+    assert set(imports()["semzoo.plugins"]) == {"semzoo.errors"}
 
 
 def test_the_memory_contract_and_the_memories_import_no_learner():

@@ -155,7 +155,7 @@ def _warnings_now() -> Iterator[None]:
         yield
 
 
-CLI_ONLY_OPTIONS = ("resume", "seeds", "tensorboard")
+CLI_ONLY_OPTIONS = ("resume", "seeds", "set", "tensorboard")
 """Options of `train` that are not config fields (they say how to run, not what)."""
 RESUME_FLAGS = ("steps", "keep_checkpoints")
 """Config fields that ``train --resume`` takes from the command line (the rest come from the run's config.json)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Callable
 
@@ -43,6 +44,7 @@ def algos(ctx: typer.Context) -> None:
     Each row of the table (mixer, learner), and the episodic memories that prefix it.
     """
     from semzoo.algos import NO_MEMORY, algorithm_ids, parse_algorithm
+    from semzoo.config import component_fields
     from semzoo.episodic.memory import memory_class, memory_names
 
     echo = _wrapped_echo(ctx)
@@ -61,6 +63,14 @@ def algos(ctx: typer.Context) -> None:
         cls = memory_class(name)
         summary = cls.description or (cls.__doc__ or "").strip().partition("\n")[0]
         echo(f"  {name + '-':<{width}}{summary}", hang=2 + width)
+    own = component_fields()
+    if own:
+        typer.echo("")
+        echo("Settings of the registered memories and mixers that declare their own (`semzoo train --set "
+             "KEY=VALUE`):")
+        for f in own:
+            shown = f"{f.key}={json.dumps(f.default)}"
+            echo(f"  {shown:<{width + 16}}{f.help}", hang=2 + width + 16)
     typer.echo("")
     from semzoo.presets import describe_presets
 

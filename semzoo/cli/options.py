@@ -27,7 +27,7 @@ SECTION_PANELS = {"agent": ALGORITHM_PANEL, "mixer": ALGORITHM_PANEL, "memory": 
 FIELD_PANELS = {
     "env": RUN_PANEL, "env_args": RUN_PANEL, "algo": RUN_PANEL, "steps": RUN_PANEL, "seed": RUN_PANEL,
     "seeds": RUN_PANEL, "resume": RUN_PANEL, "episode_limit": RUN_PANEL,
-    "preset": ALGORITHM_PANEL,
+    "preset": ALGORITHM_PANEL, "set": ALGORITHM_PANEL,
     "runtime": RUNTIME_PANEL, "n_envs": RUNTIME_PANEL, "sequential": RUNTIME_PANEL,
     "device": SPEED_PANEL, "threads": SPEED_PANEL, "group_collect": SPEED_PANEL, "compile_update": SPEED_PANEL,
     "out": OUTPUT_PANEL, "run_name": OUTPUT_PANEL, "test_interval": OUTPUT_PANEL, "test_episodes": OUTPUT_PANEL,
@@ -154,6 +154,11 @@ def _train_parameters(fields: Sequence[ConfigField], flags: dict[str, str]) -> l
         None, metavar="SPEC", rich_help_panel=FIELD_PANELS["seeds"],
         help="Train one run per seed in one process, their updates vectorised (e.g. 0-9, 0,3,5, 0-4,7); "
         "each run is the --seed run of that seed, in its default run directory. Instead of --seed.")))
+    params.append(inspect.Parameter("set", keyword, annotation=list[str], default=typer.Option(
+        [], "--set", metavar="KEY=VALUE", rich_help_panel=FIELD_PANELS["set"],
+        help="A config setting by its key (VALUE parsed as JSON), e.g. learner.lr=0.001, or a setting of a plugin's "
+        "memory or mixer (<name>.<field>, `semzoo algos` lists them); repeatable; a setting with a flag of its own "
+        "is given once, by either.")))
     params.append(inspect.Parameter("tensorboard", keyword, annotation=bool, default=typer.Option(
         True, rich_help_panel=FIELD_PANELS["tensorboard"],
         help="Also write TensorBoard events (when tensorboard is installed).")))

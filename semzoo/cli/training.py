@@ -34,7 +34,7 @@ from semzoo.cli.options import (
     _param_name,
     _train_parameters,
 )
-from semzoo.config import TrainConfig
+from semzoo.config import TrainConfig, apply_overrides
 
 
 def _console_progress(total: int, **kwargs: Any) -> Any:
@@ -59,6 +59,9 @@ def train(ctx: typer.Context, **options: Any) -> None:
     sources = {f.key: ctx.get_parameter_source(_param_name(f)) for f in TRAIN_FIELDS}
     given = {key for key, source in sources.items() if source is not None and source.name != "DEFAULT"}
     if options["resume"]:
+        if options["set"]:
+            fail(f"--set {options['set'][0]} with --resume: a run continues with its own config.json; only "
+                 f"{', '.join(TRAIN_FLAGS[key] for key in RESUME_FLAGS)} may change", USAGE_ERROR)
         if options["seeds"] is not None:
             fail("--seeds with --resume: a group continues with the seeds it was started with; "
                  "give --resume once per run directory of the group and drop --seeds", USAGE_ERROR)
@@ -84,9 +87,14 @@ def train(ctx: typer.Context, **options: Any) -> None:
             fail(f"--seed {options['seed']} and --seeds {options['seeds']} together: give one of them "
                  "(--seeds 0-9 trains ten runs, --seed 3 one)", USAGE_ERROR)
         seeds = _build(parse_seeds, spec=options["seeds"])
-    # a flag typed keeps its value against the runtime and the preset, even where it equals the default
-    data = {**_config_data(options, TRAIN_FIELDS, TRAIN_FLAGS), "pinned": sorted(given)}
-    config = _build(TrainConfig.from_dict, data=data)
+    settings = parse_env_args(options["set"], "--set")
+    twice = sorted(key for key in settings if key in given)
+    if twice:
+        fail(f"--set {twice[0]}={json.dumps(settings[twice[0]])} and {TRAIN_FLAGS[twice[0]]} both given: give the "
+             "setting once", USAGE_ERROR)
+    # a setting typed keeps its value against the runtime and the preset, even where it equals the default
+    data = _build(apply_overrides, base=_config_data(options, TRAIN_FIELDS, TRAIN_FLAGS), overrides=settings)
+    config = _build(TrainConfig.from_dict, data={**data, "pinned": sorted(given | settings.keys())})
     _build(parse_algorithm, algo_id=config.algo)  # the algorithm table judges --algo: a usage error
     _build(resolve_device, name=config.device)  # a device this machine lacks is a bad --device: usage error
     _check_env(config)

@@ -212,8 +212,12 @@ M = TypeVar("M", bound=type[Memory])
 _REGISTRY: dict[str, type[Memory]] = {}
 
 
-def register_memory(name: str, *, replace: bool = False) -> Callable[[M], M]:
+def register_memory(name: str, *, settings: type | None = None, replace: bool = False) -> Callable[[M], M]:
     """Class decorator: register a ``Memory`` subclass as ``name``, so the ids ``name-<base>`` train with it.
+
+    ``settings``: a frozen dataclass of the memory's own settings (fields with defaults, ``semzoo.config.ranged``
+    for a range): every config of a ``name-<base>`` id then holds them as its section ``name``, which
+    ``from_config`` reads as ``config.settings(name)``, ``--set name.<field>=VALUE`` sets and config.json stores.
 
     Registering the same class again is a no-op; another class under a taken name is a ValueError unless
     ``replace=True``.
@@ -227,6 +231,10 @@ def register_memory(name: str, *, replace: bool = False) -> Callable[[M], M]:
             raise TypeError(f"register_memory({name!r}) decorates a subclass of semzoo.episodic.memory.Memory, "
                             f"got {cls!r}")
         check_free("memory", name, cls, _REGISTRY, replace=replace)  # the registries' one rule
+        if settings is not None:
+            from semzoo.config import register_settings
+
+            register_settings("memory", name, settings, replace=replace)
         cls.name = name
         _REGISTRY[name] = cls
         return cls

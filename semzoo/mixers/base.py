@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
 
-from semzoo.config import MixerConfig
+from semzoo.config import MixerConfig, register_settings, registered_components
 from semzoo.plugins import check_free
 from semzoo.types import StateLayout
 
@@ -70,9 +71,14 @@ MixerBuilder = type[Mixer]
 _REGISTRY: dict[str, MixerBuilder] = {}
 
 
-def register_mixer(name: str, *, replace: bool = False) -> Callable[[MixerBuilder], MixerBuilder]:
+def register_mixer(name: str, *, settings: type | None = None,
+                   replace: bool = False) -> Callable[[MixerBuilder], MixerBuilder]:
     """Class decorator: make a mixer available as ``make_mixer(name, ...)`` and as algorithm ids
     ``name``, ``sem-name`` and ``saem-name`` (see semzoo.algos).
+
+    ``settings``: a frozen dataclass of the mixer's own settings (fields with defaults): every config of an id on
+    this mixer holds them as its section ``name``, passed to ``from_config`` as ``settings=`` (``--set
+    name.<field>=VALUE`` sets one, config.json stores them).
 
     The registries' one rule (``semzoo.plugins.check_free``): registering the same class again is a no-op,
     another class under a taken name is a ValueError unless ``replace=True``.
@@ -87,6 +93,8 @@ def register_mixer(name: str, *, replace: bool = False) -> Callable[[MixerBuilde
         if not builder.__module__.startswith(f"{__package__}."):
             _import_builtin()  # a user's class must not take a built-in name that is only imported later
         check_free("mixer", name, builder, _REGISTRY, replace=replace)
+        if settings is not None:
+            register_settings("mixer", name, settings, replace=replace)
         _REGISTRY[name] = builder
         return builder
 
@@ -104,17 +112,22 @@ def mixer_names() -> list[str]:
 
 
 def make_mixer(name: str, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig,
-               state_layout: StateLayout | None = None) -> Mixer:
+               state_layout: StateLayout | None = None, settings: Any = None) -> Mixer:
     """Build the mixer registered under ``name``; its class reads the fields of ``config`` it needs.
 
     ``state_layout``: the env's per-unit state layout, passed to the mixers whose class sets
-    ``reads_state_layout = True`` (their ``from_config`` takes it).
+    ``reads_state_layout = True`` (their ``from_config`` takes it). ``settings``: the mixer's own settings, for a
+    mixer registered with a settings dataclass (passed to its ``from_config`` as ``settings=``; its defaults when
+    None).
     """
     _import_builtin()
     if name not in _REGISTRY:
         raise ValueError(f"unknown mixer {name!r}: expected one of {', '.join(sorted(_REGISTRY))}")
     builder = _REGISTRY[name]
-    extra = {"state_layout": state_layout} if getattr(builder, "reads_state_layout", False) else {}
+    extra: dict[str, Any] = {"state_layout": state_layout} if getattr(builder, "reads_state_layout", False) else {}
+    own = registered_components().get(name)
+    if own is not None and own.kind == "mixer":
+        extra["settings"] = settings if settings is not None else own.settings()
     return builder.from_config(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions, config=config, **extra)
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from semzoo.algos import parse_algorithm
-from semzoo.config import SECTIONS, TrainConfig, config_fields
+from semzoo.config import TrainConfig, apply_overrides, component_fields, config_fields, registered_components
 from semzoo.errors import MissingDependency
 from semzoo.run.multi import MultiTrainer, group_config
 from semzoo.run.progress import SWEEP_PROGRESS_INTERVAL_S, SweepProgress
@@ -92,26 +92,6 @@ class SweepReport:
         return not self.failed
 
 
-def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """``{'learner.batch_size': 8, 'test_interval': 500}`` applied to a ``TrainConfig.to_dict()``.
-
-    Keys are those of ``semzoo.config.config_fields``: ``<field>`` or ``<section>.<field>``.
-    """
-    keys = {f.key for f in config_fields()}
-    out = {k: (dict(v) if isinstance(v, dict) and k in SECTIONS else v) for k, v in base.items()}
-    for key, value in overrides.items():
-        if key not in keys:
-            raise ValueError(f"config key {key!r}: expected <field> such as test_interval or <section>.<field> "
-                             f"such as learner.batch_size, sections {', '.join(SECTIONS)} "
-                             "(`semzoo train --help` lists the fields)")
-        section, _, name = key.rpartition(".")
-        if section:
-            out.setdefault(section, {})[name] = value
-        else:
-            out[key] = value
-    return out
-
-
 def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[int], steps: int, out: str | Path,
                 overrides: dict[str, Any] | None = None,
                 grid: Mapping[str, Sequence[Any]] | None = None) -> list[Trial]:
@@ -133,7 +113,7 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
         if not values:
             raise ValueError(f"grid axis {key!r} has no values: expected KEY=V1,V2,... such as memory.lam=0,0.1,0.3")
     base = apply_overrides(TrainConfig().to_dict(), overrides or {})
-    defaults = {f.key: f.default for f in config_fields()}
+    defaults = {f.key: f.default for f in [*config_fields(), *component_fields()]}
     trials: list[Trial] = []
     names: dict[str, TrainConfig] = {}
     for env in envs:
@@ -185,9 +165,13 @@ def _json_or_text(raw: str) -> Any:
 
 
 def _cells(axes: Mapping[str, Sequence[Any]], algo: str) -> list[dict[str, Any]]:
-    """Every combination of the grid's values as overrides; memory axes only for an algorithm with memory."""
+    """Every combination of the grid's values as overrides; memory axes only for an algorithm with memory, the axes
+    of a component's own settings (``best.bonus``) only for an algorithm that uses it."""
     if not parse_algorithm(algo).has_memory:
         axes = {key: values for key, values in axes.items() if not key.startswith("memory.")}
+    components = registered_components()
+    axes = {key: values for key, values in axes.items()
+            if (owner := components.get(key.partition(".")[0])) is None or owner.used_by(algo)}
     return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
 
 

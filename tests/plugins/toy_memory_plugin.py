@@ -5,8 +5,9 @@ makes the ids ``best-<base>`` trainable for every base (``best-qmix``, ``best-vd
 
 The memory keeps one number, H, the highest discounted return of any step stored so far (a constant-value
 table: every state reads H). Its target is E_t = r_t + gamma (1 - term_t) H at every real step, blended
-with y by lambda as SEM's is. It adds an exploration bonus BONUS / sqrt(1 + stored episodes) to the TD
-target, and counts the calls of its schedule hooks (logged with every metric row) so a test can see the
+with y by lambda as SEM's is. It adds an exploration bonus b / sqrt(1 + stored episodes) to the TD
+target, b its one setting of its own (``BestSettings.bonus``: ``--set best.bonus=0.05``, the section "best" of
+config.json), and counts the calls of its schedule hooks (logged with every metric row) so a test can see the
 trainer call them. Everything it holds is in ``state_dict``, so a stopped run resumes exactly.
 """
 
@@ -20,10 +21,11 @@ import numpy as np
 import torch
 
 from semzoo import Memory, register_memory
+from semzoo.config import NON_NEGATIVE, ranged
 from semzoo.episodic.target import EpisodicTarget, applying
 
 BONUS = 0.01
-"""The exploration bonus before any episode is stored; it decays as 1 / sqrt(1 + episodes stored)."""
+"""The exploration bonus's default."""
 NOTHING_STORED = -math.inf
 """H before any return is stored: every lookup misses."""
 ENV_STEP_INTERVAL = 100
@@ -43,22 +45,31 @@ class BestLookup:
     """The exploration bonus of this run now, 0-d float."""
 
 
-@register_memory("best")
+@dataclass(frozen=True, kw_only=True)
+class BestSettings:
+    """The toy memory's own settings: the section "best" of a best-<base> run's config."""
+
+    bonus: float = ranged(BONUS, NON_NEGATIVE, "0 turns the bonus off")
+    """The exploration bonus before any episode is stored; it decays as 1 / sqrt(1 + episodes stored)."""
+
+
+@register_memory("best", settings=BestSettings)
 class BestReturnMemory(Memory):
     """One value for every state: the highest discounted return seen from any stored step."""
 
     description = "toy plugin: one value H (the best return seen), E = r + gamma H"
     env_step_interval = ENV_STEP_INTERVAL
 
-    def __init__(self, *, gamma: float) -> None:
+    def __init__(self, *, gamma: float, bonus: float = BONUS) -> None:
         self.gamma = gamma
+        self.bonus = bonus
         self.best = NOTHING_STORED
         self.counts = dict.fromkeys(COUNTERS, 0)
 
     @classmethod
     def from_config(cls, config: Any, *, state_dim: int, n_agents: int, n_actions: int,
                     obs_dim: int) -> BestReturnMemory:
-        return cls(gamma=config.learner.gamma)
+        return cls(gamma=config.learner.gamma, bonus=config.settings("best").bonus)
 
     # ----- the schedule
     def on_store(self, batch: Any, slot_state_keys: np.ndarray | None) -> None:
@@ -84,7 +95,7 @@ class BestReturnMemory(Memory):
     def lookup_batch(self, clean: Any, state_keys_BSD: torch.Tensor | None) -> BestLookup:
         stored = self.best != NOTHING_STORED
         return BestLookup(best=torch.tensor(self.best if stored else 0.0), stored=torch.tensor(stored),
-                          bonus=torch.tensor(BONUS / math.sqrt(1 + self.counts["stores"])))
+                          bonus=torch.tensor(self.bonus / math.sqrt(1 + self.counts["stores"])))
 
     def intrinsic_reward(self, lookup: BestLookup, clean: Any, next_value_BT: torch.Tensor) -> torch.Tensor:
         return lookup.bonus.to(clean.reward.dtype).expand_as(clean.reward)
