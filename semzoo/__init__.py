@@ -25,7 +25,7 @@ _HOMES = {
     "make_env": "semzoo.envs.registry", "register_env": "semzoo.envs.registry",
     "Memory": "semzoo.episodic.memory", "memory_names": "semzoo.episodic.memory",
     "register_memory": "semzoo.episodic.memory",
-    "Mixer": "semzoo.mixers.base", "register_mixer": "semzoo.mixers.base",
+    "Mixer": "semzoo.mixers.base", "register_mixer": "semzoo.mixers.registry",
     "absolute_metric": "semzoo.run.evaluation", "evaluate_run": "semzoo.run.evaluation",
     "resume_seeds": "semzoo.run.multi", "train_seeds": "semzoo.run.multi",
     "Trainer": "semzoo.run.trainer", "resume": "semzoo.run.trainer", "train": "semzoo.run.trainer",
@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     )
     from semzoo.envs.registry import make_env, register_env
     from semzoo.episodic.memory import Memory, memory_names, register_memory
-    from semzoo.mixers.base import Mixer, register_mixer
+    from semzoo.mixers.base import Mixer
+    from semzoo.mixers.registry import register_mixer
     from semzoo.run.evaluation import absolute_metric, evaluate_run
     from semzoo.run.multi import resume_seeds, train_seeds
     from semzoo.run.trainer import Trainer, resume, train

@@ -21,13 +21,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import torch
-
 from semzoo.episodic.memory import NO_MEMORY, make_memory, memory_names
-from semzoo.mixers.base import make_mixer, mixer_names
+from semzoo.mixers.registry import make_mixer, mixer_names
 from semzoo.plugins import check_free, load_plugins
 
 if TYPE_CHECKING:
+    import torch
+
     from semzoo.agents.rnn import RNNAgent
     from semzoo.config import TrainConfig
     from semzoo.episodic.memory import Memory

@@ -75,12 +75,12 @@ def fresh_registries(monkeypatch):
     with tests/plugins on sys.path: what a test registers (broken extensions on purpose) leaves no trace."""
     import semzoo.algos
     import semzoo.config
-    import semzoo.mixers.base
+    import semzoo.mixers.registry
     import semzoo.plugins
     from semzoo.envs import registry
 
-    semzoo.mixers.base._import_builtin()  # registered into the real registry, not into the test's copy
-    monkeypatch.setattr(semzoo.mixers.base, "_REGISTRY", dict(semzoo.mixers.base._REGISTRY))
+    semzoo.mixers.registry._import_builtin()  # registered into the real registry, not into the test's copy
+    monkeypatch.setattr(semzoo.mixers.registry, "_REGISTRY", dict(semzoo.mixers.registry._REGISTRY))
     monkeypatch.setattr(semzoo.algos, "_TABLE", dict(semzoo.algos._TABLE))
     monkeypatch.setattr(registry, "_registered", dict(registry._registered))
     monkeypatch.setattr(semzoo.plugins, "_loaded", set(semzoo.plugins._loaded))

@@ -62,7 +62,7 @@ def test_the_console_command_prints_the_version():
     assert done.stdout.strip() == f"semzoo {semzoo.__version__}"
 
 
-@pytest.mark.parametrize("args", [["--help"], ["--version"], ["train", "--help"], ["envs"]])
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["train", "--help"], ["envs"], ["algos"]])
 def test_help_version_and_the_env_list_load_no_torch(args):
     """The CLI parses before it imports the training stack: help and the listings start in a fraction of torch's
     import time (scripts/bench_startup.py measures it)."""

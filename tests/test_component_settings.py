@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from semzoo.cli import app
 from semzoo.config import NON_NEGATIVE, TrainConfig, component_fields, ranged, register_settings
 from semzoo.episodic.memory import memory_class
+from semzoo.plugins import PLUGINS_ENV
 from semzoo.runfiles import read_run_config as load_config
 from semzoo.runfiles import run_variant
 
@@ -28,7 +29,9 @@ TINY = ["--env", "matrix:two_step", "--steps", "64", "--n-envs", "8", "--no-sequ
 
 @pytest.fixture
 def toy(monkeypatch):
+    """The plugin imported as a user's code would be; ``--plugin`` names it in SEMZOO_PLUGINS, put back after."""
     monkeypatch.syspath_prepend(str(PLUGINS))
+    monkeypatch.setenv(PLUGINS_ENV, "")  # set, not deleted: monkeypatch restores only what it set
     import toy_memory_plugin
 
     return toy_memory_plugin

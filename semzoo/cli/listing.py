@@ -45,7 +45,7 @@ def algos(ctx: typer.Context) -> None:
     """
     from semzoo.algos import NO_MEMORY, algorithm_ids, parse_algorithm
     from semzoo.config import component_fields
-    from semzoo.episodic.memory import memory_class, memory_names
+    from semzoo.episodic.memory import memory_description, memory_names
 
     echo = _wrapped_echo(ctx)
     rows = [parsed for parsed in map(parse_algorithm, algorithm_ids()) if parsed.memory == NO_MEMORY]
@@ -60,9 +60,7 @@ def algos(ctx: typer.Context) -> None:
     width = max(len("memory"), *(len(m) + 1 for m in memories)) + 2
     typer.echo(f"  {'memory':<{width}}description")
     for name in memories:
-        cls = memory_class(name)
-        summary = cls.description or (cls.__doc__ or "").strip().partition("\n")[0]
-        echo(f"  {name + '-':<{width}}{summary}", hang=2 + width)
+        echo(f"  {name + '-':<{width}}{memory_description(name)}", hang=2 + width)
     own = component_fields()
     if own:
         typer.echo("")

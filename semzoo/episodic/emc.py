@@ -47,7 +47,7 @@ import numpy as np
 import torch
 
 from semzoo.episodic.curiosity import Curiosity
-from semzoo.episodic.memory import Memory, register_memory
+from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, register_memory
 from semzoo.episodic.nearest import NearestIndex
 from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.sem import project_fixed_order
@@ -91,7 +91,7 @@ class EMCLookup:
 class EMCMemory(Memory):
     """EMC's memory of one run (module docstring): a nearest-key index of z = M s, the returns H, the curiosity."""
 
-    description = "nearest key z = M s, H = best return, + w (r + gamma H(s') - Q_tot)^2 on hits, curiosity (Zheng et al. 2021)"
+    description = BUILTIN_DESCRIPTIONS["emc"]
 
     def __init__(self, *, state_dim: int, proj_dim: int = 4, capacity: int = 1_000_000, gamma: float = 0.99,
                  seed: int = 0, loss_weight: float = 0.1, atol: float = 1e-8, rtol: float = 1e-5,

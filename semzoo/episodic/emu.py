@@ -54,7 +54,7 @@ import torch
 from torch import nn
 
 from semzoo.episodic.curiosity import Curiosity
-from semzoo.episodic.memory import Memory, register_memory
+from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, register_memory
 from semzoo.episodic.nearest import NearestIndex
 from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.target import scatter
@@ -140,7 +140,7 @@ class EMULookup:
 class EMUMemory(Memory):
     """EMU's memory: learned keys, desirability, memory shift and the episodic incentive (see the module docstring)."""
 
-    description = "EMU: learned state embedding, desirability and episodic incentive, plus curiosity (Na et al. 2024)"
+    description = BUILTIN_DESCRIPTIONS["emu"]
 
     def __init__(self, *, state_dim: int, proj_dim: int = 4, capacity: int = 1_000_000, gamma: float = 0.99,
                  seed: int = 0, delta: float = EMU_DELTA, hidden_dim: int = 64, lr: float = 5e-4,

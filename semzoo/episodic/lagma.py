@@ -92,7 +92,7 @@ import torch
 from torch import nn
 
 from semzoo.config import LAGMAConfig
-from semzoo.episodic.memory import Memory, MemoryDoesNotFitEnv, register_memory
+from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, MemoryDoesNotFitEnv, register_memory
 from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.usage import TableUsage
 
@@ -212,7 +212,7 @@ class LAGMALookup:
 class LAGMAMemory(Memory):
     """LAGMA's memory: a VQ-VAE codebook, the codes' values and sequences, the incentive (the module docstring)."""
 
-    description = "LAGMA: VQ-VAE codes of states, goal-reaching code sequences and their incentive (Na and Moon 2024)"
+    description = BUILTIN_DESCRIPTIONS["lagma"]
     size_setting = ("lagma.lagma_n_codes", "--lagma-n-codes")
 
     def __init__(self, *, state_dim: int, n_codes: int = 64, latent_dim: int = 8, hidden_dim: int = 64,

@@ -67,6 +67,15 @@ _BUILTIN = {"sem": "semzoo.episodic.sem", "saem": "semzoo.episodic.sem", "emc": 
             "emu": "semzoo.episodic.emu", "lagma": "semzoo.episodic.lagma", "mc": "semzoo.episodic.own_return"}
 """The built-in memories by name (SEM, SAEM, EMC, EMU, LAGMA and the own-return ablation mc), and the module whose
 import registers each (its ``@register_memory``)."""
+BUILTIN_DESCRIPTIONS = {
+    "sem": "state-based memory Q^S(phi(s)), E = r + gamma Q^S(s') (Ma & Li 2021, eq. 6-7)",
+    "saem": "state-and-action memory Q^SA(phi(s), u), E = Q^SA(s, u) (Ma & Li 2021, eq. 4)",
+    "emc": "nearest key z = M s, H = best return, + w (r + gamma H(s') - Q_tot)^2 on hits, curiosity (Zheng et al. 2021)",
+    "emu": "EMU: learned state embedding, desirability and episodic incentive, plus curiosity (Na et al. 2024)",
+    "lagma": "LAGMA: VQ-VAE codes of states, goal-reaching code sequences and their incentive (Na and Moon 2024)",
+    "mc": "own-return ablation of SEM: E = r + gamma R_{t+1} of the same episode, no table (eq. 6)",
+}
+"""Each built-in memory's line in `semzoo algos` (its class's ``description``), known without importing it."""
 
 
 class MemoryDoesNotFitEnv(ValueError):
@@ -248,10 +257,18 @@ def _import_builtin() -> None:
 
 
 def memory_names() -> list[str]:
-    """The registered memories, built-in ones first, then in registration order."""
-    _import_builtin()
-    builtin = set(_BUILTIN.values())
-    return sorted(_REGISTRY, key=lambda name: _REGISTRY[name].__module__ not in builtin)  # stable: built-in first
+    """The registered memories, built-in ones first, then in registration order; imports no memory module."""
+    load_plugins()
+    return [*_BUILTIN, *(name for name in _REGISTRY if name not in _BUILTIN)]
+
+
+def memory_description(name: str) -> str:
+    """The memory's line in `semzoo algos`: a built-in one's without importing it, else its class's ``description``
+    (or the first line of its docstring)."""
+    if name in BUILTIN_DESCRIPTIONS:
+        return BUILTIN_DESCRIPTIONS[name]
+    cls = memory_class(name)
+    return cls.description or (cls.__doc__ or "").strip().partition("\n")[0]
 
 
 def memory_of(algo_id: str) -> str:
@@ -295,4 +312,4 @@ def episodic_target(memory: Memory, clean: CleanBatch, y_BT: torch.Tensor, next_
 
 
 __all__ = ["NO_MEMORY", "Memory", "MemoryDoesNotFitEnv", "episodic_target", "make_memory", "memory_class",
-           "memory_names", "memory_of", "register_memory"]
+           "memory_description", "memory_names", "memory_of", "register_memory"]

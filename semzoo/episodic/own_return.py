@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from semzoo.episodic.memory import Memory, register_memory
+from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, register_memory
 from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, next_state_target, scatter
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 class OwnReturn(Memory):
     """E from the episode's own discounted return (the module docstring): SEM without a table."""
 
-    description = "own-return ablation of SEM: E = r + gamma R_{t+1} of the same episode, no table (eq. 6)"
+    description = BUILTIN_DESCRIPTIONS["mc"]
 
     def __init__(self, *, gamma: float = 0.99) -> None:
         if not 0.0 <= gamma <= 1.0:

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from semzoo.episodic.hash_table import MAX_CAPACITY, LFUKeyTable, table_nbytes
-from semzoo.episodic.memory import Memory, memory_class, register_memory
+from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, memory_class, register_memory
 from semzoo.episodic.returns import discounted_returns, to_numpy
 from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, next_state_target, scatter
 from semzoo.episodic.usage import TableUsage
@@ -471,7 +471,7 @@ class SEMTable(EpisodicMemory):
     learner's bootstrap value V(t+1), so E_t = y_t.
     """
 
-    description = "state-based memory Q^S(phi(s)), E = r + gamma Q^S(s') (Ma & Li 2021, eq. 6-7)"
+    description = BUILTIN_DESCRIPTIONS["sem"]
 
     @property
     def key_words(self) -> int:
@@ -520,7 +520,7 @@ class SAEMTable(EpisodicMemory):
     the joint action is part of the key, 16 bits per agent. E_t = Q^SA(phi(s_t), u_t) (eq. 4), y_t on a miss.
     """
 
-    description = "state-and-action memory Q^SA(phi(s), u), E = Q^SA(s, u) (Ma & Li 2021, eq. 4)"
+    description = BUILTIN_DESCRIPTIONS["saem"]
 
     @property
     def key_words(self) -> int:

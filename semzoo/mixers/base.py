@@ -1,16 +1,17 @@
-"""The Mixer contract and the registry of mixers by name."""
+"""The Mixer contract: a mixing network Q_tot = f(agent Qs, state), its shape check and its own-loss hook."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import Any
 
 import torch
 from torch import nn
 
-from semzoo.config import MixerConfig, register_settings, registered_components
-from semzoo.plugins import check_free
-from semzoo.types import StateLayout
+from semzoo.config import MixerConfig
+
+# the registry, importable from here too (``X as X``: re-exported); its module loads no torch
+from semzoo.mixers.registry import make_mixer as make_mixer
+from semzoo.mixers.registry import mixer_names as mixer_names
+from semzoo.mixers.registry import register_mixer as register_mixer
+from semzoo.mixers.registry import registered_name
 
 
 class Mixer(nn.Module):
@@ -43,7 +44,7 @@ class Mixer(nn.Module):
 
     def _bad_output(self, q_tot: object, expected: tuple[int, ...]) -> str:
         """The one line for a ``mix`` result that breaks the contract."""
-        name = _registered_name(type(self))
+        name = registered_name(type(self))
         who = f"mixer {type(self).__name__}" + (f" (registered as {name!r})" if name else "")
         got = (f"a tensor of shape {tuple(q_tot.shape)} and dtype {q_tot.dtype}" if isinstance(q_tot, torch.Tensor)
                else f"a {type(q_tot).__name__}")
@@ -65,79 +66,3 @@ class Mixer(nn.Module):
         state [B,T,S] of the batch's steps; ``rows_T`` marks the time rows up to the batch's longest episode.
         """
         return None
-
-
-MixerBuilder = type[Mixer]
-_REGISTRY: dict[str, MixerBuilder] = {}
-
-
-def register_mixer(name: str, *, settings: type | None = None,
-                   replace: bool = False) -> Callable[[MixerBuilder], MixerBuilder]:
-    """Class decorator: make a mixer available as ``make_mixer(name, ...)`` and as algorithm ids
-    ``name``, ``sem-name`` and ``saem-name`` (see semzoo.algos).
-
-    ``settings``: a frozen dataclass of the mixer's own settings (fields with defaults): every config of an id on
-    this mixer holds them as its section ``name``, passed to ``from_config`` as ``settings=`` (``--set
-    name.<field>=VALUE`` sets one, config.json stores them).
-
-    The registries' one rule (``semzoo.plugins.check_free``): registering the same class again is a no-op,
-    another class under a taken name is a ValueError unless ``replace=True``.
-    """
-    if not isinstance(name, str) or not name or name.strip() != name:
-        raise ValueError(f"mixer name {name!r}: expected a non-empty string without surrounding spaces")
-
-    def decorate(builder: MixerBuilder) -> MixerBuilder:
-        if not (isinstance(builder, type) and issubclass(builder, Mixer)):
-            raise TypeError(f"register_mixer({name!r}) got {builder!r}: expected a subclass of semzoo.Mixer "
-                            "that implements mix(agent_qs [B,T,A], state [B,T,S]) -> [B,T,1]")
-        if not builder.__module__.startswith(f"{__package__}."):
-            _import_builtin()  # a user's class must not take a built-in name that is only imported later
-        check_free("mixer", name, builder, _REGISTRY, replace=replace)
-        if settings is not None:
-            register_settings("mixer", name, settings, replace=replace)
-        _REGISTRY[name] = builder
-        return builder
-
-    return decorate
-
-
-def _registered_name(builder: type) -> str | None:
-    """The name ``builder`` is registered under, if any (for error messages)."""
-    return next((name for name, registered in _REGISTRY.items() if registered is builder), None)
-
-
-def mixer_names() -> list[str]:
-    _import_builtin()
-    return sorted(_REGISTRY)
-
-
-def make_mixer(name: str, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig,
-               state_layout: StateLayout | None = None, settings: Any = None) -> Mixer:
-    """Build the mixer registered under ``name``; its class reads the fields of ``config`` it needs.
-
-    ``state_layout``: the env's per-unit state layout, passed to the mixers whose class sets
-    ``reads_state_layout = True`` (their ``from_config`` takes it). ``settings``: the mixer's own settings, for a
-    mixer registered with a settings dataclass (passed to its ``from_config`` as ``settings=``; its defaults when
-    None).
-    """
-    _import_builtin()
-    if name not in _REGISTRY:
-        raise ValueError(f"unknown mixer {name!r}: expected one of {', '.join(sorted(_REGISTRY))}")
-    builder = _REGISTRY[name]
-    extra: dict[str, Any] = {"state_layout": state_layout} if getattr(builder, "reads_state_layout", False) else {}
-    own = registered_components().get(name)
-    if own is not None and own.kind == "mixer":
-        extra["settings"] = settings if settings is not None else own.settings()
-    return builder.from_config(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions, config=config, **extra)
-
-
-def _import_builtin() -> None:
-    # Importing the modules runs their @register_mixer decorators.
-    import importlib
-
-    for module in ("vdn", "qmix", "qplex"):
-        try:
-            importlib.import_module(f"semzoo.mixers.{module}")
-        except ModuleNotFoundError as err:
-            if err.name != f"semzoo.mixers.{module}":
-                raise

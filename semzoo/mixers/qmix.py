@@ -7,7 +7,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from semzoo.config import MixerConfig
-from semzoo.mixers.base import Mixer, register_mixer
+from semzoo.mixers.base import Mixer
+from semzoo.mixers.registry import register_mixer
 
 
 @register_mixer("qmix")

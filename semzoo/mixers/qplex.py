@@ -24,7 +24,8 @@ import torch
 from torch import nn
 
 from semzoo.config import MixerConfig
-from semzoo.mixers.base import Mixer, register_mixer
+from semzoo.mixers.base import Mixer
+from semzoo.mixers.registry import register_mixer
 from semzoo.types import StateLayout
 
 POSITIVE_EPS = 1e-10

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from semzoo.config import MixerConfig
-from semzoo.mixers.base import Mixer, register_mixer
+from semzoo.mixers.base import Mixer
+from semzoo.mixers.registry import register_mixer
 
 
 @register_mixer("vdn")
