@@ -62,8 +62,9 @@ def test_the_console_command_prints_the_version():
     assert done.stdout.strip() == f"semzoo {semzoo.__version__}"
 
 
-@pytest.mark.parametrize("args", [["--help"], ["--version"], ["train", "--help"], ["envs"], ["algos"]])
-def test_help_version_and_the_env_list_load_no_torch(args):
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["train", "--help"], ["envs"], ["algos"],
+                                  ["memory-cost", "3m"], ["memory-cost", "matrix:climbing"]])
+def test_help_version_the_listings_and_memory_cost_load_no_torch(args):
     """The CLI parses before it imports the training stack: help and the listings start in a fraction of torch's
     import time (scripts/bench_startup.py measures it)."""
     code = ("import sys; sys.argv = ['semzoo', *sys.argv[1:]]\n"

@@ -153,7 +153,7 @@ def memory_cost(
         state_keys_bytes,
         storage_comparison,
     )
-    from semzoo.episodic.tables import projection_bytes
+    from semzoo.episodic.plans import projection_bytes
 
     if capacity not in MEMORY_CAPACITY or not float(capacity).is_integer():  # inf and nan are not in the range
         fail(f"--memory-capacity {capacity:g}: expected a whole number of entries {MEMORY_CAPACITY} "

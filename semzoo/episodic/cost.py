@@ -9,10 +9,20 @@ All arithmetic uses Python ints, so |U|^n never overflows.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from semzoo.episodic.memory import memory_class
-from semzoo.episodic.sem import EpisodicMemory, check_sizes
+from semzoo.episodic.memory import memory_class, memory_names
+from semzoo.episodic.plans import (
+    BUILTIN_PLANS,
+    PAPER_N_TABLES,
+    check_sizes,
+    lfu_table_bytes,
+    saem_key_words,
+    sem_key_words,
+)
+
+if TYPE_CHECKING:
+    from semzoo.episodic.sem import EpisodicMemory
 
 DEFAULT_CAPACITY = 1_000_000
 """|Q^S| of the paper's storage figures (sec. 6)."""
@@ -33,6 +43,8 @@ PAPER_KINDS = ("sem", "saem")
 
 def table_class(kind: str) -> type[EpisodicMemory]:
     """The registered memory ``kind`` if it is a table keyed on phi(s) (it has a cost model); ValueError otherwise."""
+    from semzoo.episodic.sem import EpisodicMemory
+
     cls = memory_class(kind)
     if not issubclass(cls, EpisodicMemory):
         raise ValueError(f"memory {kind!r} is not a table keyed on phi(s) (an EpisodicMemory): it has no table cost model")
@@ -41,7 +53,8 @@ def table_class(kind: str) -> type[EpisodicMemory]:
 
 def check_table_sizes(kind: str, n_agents: int, n_actions: int, capacity: int | float, proj_dim: int) -> int:
     """The capacity as an int, after a ValueError for a ``kind`` that is no table or a size that is not positive."""
-    table_class(kind)
+    if kind not in PAPER_N_TABLES:  # SEM and SAEM are tables: their formulas are known without importing them
+        table_class(kind)
     return check_sizes(n_agents, n_actions, capacity, proj_dim)
 
 
@@ -56,6 +69,10 @@ def semzoo_storage_bytes(
 
     Equals `make_episodic_memory(kind, ...).nbytes`; SAEM keys add 2 bytes per agent.
     """
+    if kind in PAPER_N_TABLES:
+        key_words = sem_key_words(proj_dim) if kind == "sem" else saem_key_words(proj_dim, int(n_agents))
+        check_sizes(n_agents, n_actions, capacity, proj_dim)
+        return lfu_table_bytes(key_words, n_agents, n_actions, capacity=capacity, proj_dim=proj_dim)
     return table_class(kind).table_bytes(n_agents, n_actions, capacity=capacity, proj_dim=proj_dim)
 
 
@@ -67,6 +84,8 @@ def paper_bytes_per_entry(proj_dim: int = PAPER_PROJ_DIM) -> int:
 def paper_n_tables(kind: str, n_agents: int, n_actions: int) -> int:
     """Lookup tables in the paper's layout: 1 for SEM, |U|^n for SAEM (one per joint action)."""
     check_table_sizes(kind, n_agents, n_actions, 1, PAPER_PROJ_DIM)
+    if kind in PAPER_N_TABLES:
+        return PAPER_N_TABLES[kind](int(n_agents), int(n_actions))
     return table_class(kind).paper_n_tables(int(n_agents), int(n_actions))
 
 
@@ -136,12 +155,13 @@ def memory_costs(sizes: EnvSizes, *, capacity: int | float = DEFAULT_CAPACITY,
     The figure the memory plan of ``semzoo train`` counts for it, with the other settings at their defaults.
     """
     from semzoo.config import MemoryConfig, TrainConfig
-    from semzoo.episodic.memory import memory_names
 
     config = TrainConfig(memory=MemoryConfig(capacity=int(capacity), proj_dim=proj_dim))
-    return {name: memory_class(name).planned_nbytes(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents,
-                                                    n_actions=sizes.n_actions, obs_dim=sizes.obs_dim)
-            for name in memory_names()}
+    sized = {"state_dim": sizes.state_dim, "n_agents": sizes.n_agents, "n_actions": sizes.n_actions,
+             "obs_dim": sizes.obs_dim}
+    # a built-in memory's formula without importing it (torch's default float, 4 bytes); a plugin's from its class
+    return {name: BUILTIN_PLANS[name](config, **sized) if name in BUILTIN_PLANS
+            else memory_class(name).planned_nbytes(config, **sized) for name in memory_names()}
 
 
 def sizes_of(target: str, env_args: dict[str, Any] | None = None) -> EnvSizes:

@@ -43,6 +43,7 @@ import torch
 from torch import nn
 
 from semzoo.agents.rnn import MASKED_Q, RNNAgent
+from semzoo.episodic.plans import curiosity_bytes
 
 if TYPE_CHECKING:
     from semzoo.config import AgentConfig, CuriosityConfig, LearnerConfig, TrainConfig
@@ -50,14 +51,13 @@ if TYPE_CHECKING:
 
 CURIOSITY_STREAM = 0xC0210
 """Spawn key of the curiosity's network initialisation under the run seed, apart from every other stream."""
-OPTIMISER_STATE_WORDS = 3
-"""Words of optimiser state per network parameter: RMSprop's square average (VDN net), Adam's two moments (predictor)."""
-OPTIMISED_NETWORKS = 2
-"""Networks with an optimiser: the VDN net and the predictor."""
-NETWORK_COPIES = 4
-"""Parameter sets held: the VDN net, its hard target, its soft copy and the predictor."""
 NO_LOSS = float("nan")
 """A loss before the first update (not logged)."""
+
+
+def default_float_bytes() -> int:
+    """Bytes of torch's default float (4; 8 where a run trains in float64): the word of a network's parameters."""
+    return torch.finfo(torch.get_default_dtype()).bits // 8
 
 
 def _agent_network(agent: AgentConfig, *, obs_dim: int, n_agents: int, n_actions: int) -> RNNAgent:
@@ -217,15 +217,8 @@ class Curiosity:
     @classmethod
     def planned_nbytes(cls, config: TrainConfig, *, obs_dim: int, n_agents: int, n_actions: int) -> int:
         """Bytes the curiosity of such a run holds once trained (``nbytes`` after the first update); 0 when off."""
-        if not config.curiosity.curiosity:
-            return 0
-        with torch.device("meta"):  # sizes only: nothing allocated, no random number drawn
-            net = _agent_network(config.agent, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions)
-        n_params = sum(p.numel() for p in net.parameters())
-        n_tensors = len(list(net.parameters()))
-        word = torch.finfo(torch.get_default_dtype()).bits // 8
-        # plus the step count both optimisers keep per parameter tensor (a 0-d tensor of the default dtype)
-        return ((NETWORK_COPIES + OPTIMISER_STATE_WORDS) * n_params + OPTIMISED_NETWORKS * n_tensors) * word
+        return curiosity_bytes(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions,
+                               word_bytes=default_float_bytes())
 
     def metrics(self) -> dict[str, float]:
         """The current scale and the last update's losses of the VDN learner and the predictor."""

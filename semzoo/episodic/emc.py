@@ -46,9 +46,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from semzoo.episodic.curiosity import Curiosity
+from semzoo.episodic.curiosity import Curiosity, default_float_bytes
 from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, register_memory
 from semzoo.episodic.nearest import NearestIndex
+from semzoo.episodic.plans import emc_bytes
 from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.sem import project_fixed_order
 from semzoo.episodic.target import scatter
@@ -67,10 +68,6 @@ NO_HIT_RATE = float("nan")
 """The hit rate before the first lookup (not logged)."""
 EMPTY_VALUE = -np.inf
 """A freshly added entry's value before the max with its returns."""
-VALUE_BYTES = 4
-"""The return H kept per slot beside the index (float32)."""
-MERGED_BYTES = 1
-"""The flag kept per slot beside the index: a second write met the entry (bool)."""
 
 
 @dataclass(frozen=True)
@@ -127,11 +124,8 @@ class EMCMemory(Memory):
     @classmethod
     def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
         """The index and the returns at full capacity, M (float64) and the curiosity's networks and optimisers."""
-        d = config.memory.proj_dim
-        return (NearestIndex.planned_nbytes(config.memory.capacity, d)
-                + (VALUE_BYTES + MERGED_BYTES) * config.memory.capacity
-                + 8 * d * state_dim
-                + Curiosity.planned_nbytes(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions))
+        return emc_bytes(config, state_dim=state_dim, n_agents=n_agents, n_actions=n_actions, obs_dim=obs_dim,
+                         word_bytes=default_float_bytes())
 
     @classmethod
     def planned_state_key_words(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> int:

@@ -53,9 +53,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from semzoo.episodic.curiosity import Curiosity
+from semzoo.episodic.curiosity import Curiosity, default_float_bytes
 from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, register_memory
 from semzoo.episodic.nearest import NearestIndex
+from semzoo.episodic.plans import embedder_parameter_count, emu_bytes
 from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.target import scatter
 from semzoo.episodic.tolerance import EMU_DELTA, ZBox
@@ -112,14 +113,6 @@ class Embedder(nn.Module):
         """mean_k [(H_k - H_hat_k)^2 + w ||s_k - s_hat_k||^2], a scalar."""
         state_hat, return_hat = self(state_KS, tau_K)
         return ((return_K - return_hat) ** 2 + state_weight * ((state_KS - state_hat) ** 2).sum(dim=1)).mean()
-
-
-def embedder_parameter_count(state_dim: int, embed_dim: int, hidden_dim: int) -> int:
-    """Parameters of an ``Embedder`` of these sizes (weights and biases)."""
-    h = hidden_dim
-    encoder = (state_dim + 1) * h + h + h * h + h + h * embed_dim + embed_dim
-    decoder = (embed_dim + 1) * h + h + h * h + h
-    return encoder + decoder + h * state_dim + state_dim + h + 1
 
 
 @dataclass(frozen=True)
@@ -221,11 +214,8 @@ class EMUMemory(Memory):
     @classmethod
     def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
         """Full capacity (raw state, t, H, N, N_d, flag; the index's key, grid and LRU), the embedder and Adam, curiosity."""
-        cap, dim = config.memory.capacity, config.memory.proj_dim
-        entry = 4 * state_dim + 4 + 4 + 8 + 8 + 1
-        networks = 3 * 4 * embedder_parameter_count(state_dim, dim, config.emu.emu_hidden_dim)  # weights, Adam m, v
-        curiosity = Curiosity.planned_nbytes(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions)
-        return cap * entry + NearestIndex.planned_nbytes(cap, dim) + networks + curiosity
+        return emu_bytes(config, state_dim=state_dim, n_agents=n_agents, n_actions=n_actions, obs_dim=obs_dim,
+                         word_bytes=default_float_bytes())
 
     # ----- embedding ---------------------------------------------------------------------------------------
     def tau(self, time: Any) -> torch.Tensor:

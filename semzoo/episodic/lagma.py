@@ -93,6 +93,7 @@ from torch import nn
 
 from semzoo.config import LAGMAConfig
 from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, MemoryDoesNotFitEnv, register_memory
+from semzoo.episodic.plans import lagma_bytes, vqvae_parameter_count
 from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.usage import TableUsage
 
@@ -110,8 +111,6 @@ LOSS_NAMES = ("total", "recon", "vq", "commit", "coverage")
 """The VQ-VAE's loss and its parts, logged as lagma_loss and lagma_loss_<part>."""
 LATENT_KEY = "lagma.lagma_latent_dim"
 """The config key of the latent size (``fit_env`` caps its default by the state size)."""
-OPTIMISER_WORDS = 3
-"""Words per VQ-VAE parameter in the plan: the weight and Adam's two moments."""
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -188,14 +187,6 @@ class VQVAE(nn.Module):
         distance_NK = ((z.detach()[:, :, None] - self.codebook_DK[None]) ** 2).sum(dim=1)
         coverage = (distance_NK * member_NK).sum(dim=1) / member_NK.sum(dim=1)
         return {"recon": recon, "vq": vq, "commit": commit, "coverage": coverage}
-
-
-def vqvae_parameter_count(state_dim: int, latent_dim: int, hidden_dim: int, n_codes: int) -> int:
-    """Parameters of a ``VQVAE`` of these sizes (weights, biases and the codebook)."""
-    h = hidden_dim
-    encoder = state_dim * h + h + h * h + h + h * latent_dim + latent_dim
-    decoder = latent_dim * h + h + h * h + h + h * state_dim + state_dim
-    return encoder + latent_dim * n_codes + decoder
 
 
 @dataclass(frozen=True)
@@ -327,12 +318,7 @@ class LAGMAMemory(Memory):
     @classmethod
     def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
         """The codes' windows, values and counts, the top-k sequences of every code, the VQ-VAE with Adam's moments."""
-        c = config.lagma
-        k = c.lagma_n_codes
-        per_code = 4 * c.lagma_value_window + 8 + 4 + 8 + 8  # window, writes, value, visits, the row window's count
-        sequences = k * c.lagma_top_k * (8 + (k + 7) // 8)  # a return and a set of codes (one bit per code) each
-        networks = OPTIMISER_WORDS * 4 * vqvae_parameter_count(state_dim, c.lagma_latent_dim, c.lagma_hidden_dim, k)
-        return k * per_code + sequences + networks
+        return lagma_bytes(config, state_dim=state_dim, n_agents=n_agents, n_actions=n_actions, obs_dim=obs_dim)
 
     # ----- writing: visits of stored episodes (diagnostics) ------------------------------------------------------
     def on_store(self, batch: EpisodeBatch, slot_state_keys: np.ndarray | None) -> None:

@@ -27,6 +27,7 @@ import torch
 
 from semzoo.episodic.eviction import EvictionPolicy, LeastRecentlyUsed
 from semzoo.episodic.hash_table import splitmix64
+from semzoo.episodic.plans import RECENT_MAX, n_buckets, nearest_index_bytes
 from semzoo.episodic.tolerance import (
     EMC_ATOL,
     EMC_RTOL,
@@ -48,25 +49,6 @@ BRUTE_CHUNK = 1 << 22
 """Candidate pairs per chunk on that brute-force path (bounds its memory)."""
 COORD_LIMIT = float(1 << 62)
 """Cell coordinates are clamped here; clamping is monotone, so no candidate is lost."""
-RECENT_MAX = 16384
-"""Writes go to a small sorted run of recent entries; past 16384 of them (or removals) the main table is rebuilt."""
-BUCKETS_PER_ENTRY = 2
-"""The main table has a power of two >= 2 n buckets: half are empty, most others hold one key."""
-MIN_BUCKETS_LOG2 = 10
-"""The main table has at least 2^10 buckets."""
-SLOT_BYTES = 1 + 8 + 4 + 4
-"""Bytes per slot besides its key: occupancy, cell hash, free stack, the main table's listing."""
-LRU_SLOT_BYTES = 8
-"""The least-recently-used eviction's tick per slot."""
-RECENT_ENTRY_BYTES = 8 + 4
-"""A write in the recent run: its cell hash and its slot."""
-
-
-def _n_buckets(n_entries: int) -> int:
-    """Buckets of the main table listing ``n_entries`` keys: a power of two >= 2 n, at least 2^10."""
-    return 1 << max(MIN_BUCKETS_LOG2, int(np.ceil(np.log2(max(1, BUCKETS_PER_ENTRY * n_entries)))))
-
-
 WIDTH_SLACK = 1e-6
 """Relative widening of a query's box, and 16 ulps, so float rounding never drops a true hit."""
 ULP_SLACK = 2.0 ** -48
@@ -214,14 +196,13 @@ class NearestIndex:
         it, so a run resumed from a checkpoint would otherwise log other bytes than one never stopped.
         """
         per_slot = (self.keys_ND, self.occupied_N, self.cell_hash_N, self.free_F)
-        listing = 4 * self.n_entries + 4 * (_n_buckets(self.n_entries) + 1)
+        listing = 4 * self.n_entries + 4 * (n_buckets(self.n_entries) + 1)
         return sum(a.nbytes for a in per_slot) + listing + (self.eviction.nbytes if self.eviction is not None else 0)
 
     @staticmethod
     def planned_nbytes(capacity: int, dim: int, *, lru: bool = True) -> int:
         """The most an index of ``capacity`` keys of ``dim`` floats holds (full, its recent run at its largest)."""
-        per_slot = 4 * dim + SLOT_BYTES + (LRU_SLOT_BYTES if lru else 0)
-        return capacity * per_slot + 4 * (_n_buckets(capacity) + 1) + RECENT_MAX * RECENT_ENTRY_BYTES
+        return nearest_index_bytes(capacity, dim, lru=lru)
 
     def slots(self) -> np.ndarray:
         """int64 [n_entries]: the occupied slots, ascending."""
@@ -552,12 +533,12 @@ class NearestIndex:
     def _rebuild_main(self) -> None:
         """List every stored key in the main table by bucket (cell hashes are current); empty the recent run."""
         stored = self.slots()
-        n_buckets = _n_buckets(stored.shape[0])
-        bucket = (self.cell_hash_N[stored] & np.uint64(n_buckets - 1)).astype(np.int64)
+        n_bucket = n_buckets(stored.shape[0])
+        bucket = (self.cell_hash_N[stored] & np.uint64(n_bucket - 1)).astype(np.int64)
         order = np.argsort(bucket, kind="stable")
         self.main_slot = stored[order].astype(np.int32)
-        self.bucket_start = np.zeros(n_buckets + 1, np.int32)
-        np.cumsum(np.bincount(bucket, minlength=n_buckets), out=self.bucket_start[1:])
+        self.bucket_start = np.zeros(n_bucket + 1, np.int32)
+        np.cumsum(np.bincount(bucket, minlength=n_bucket), out=self.bucket_start[1:])
         self.recent_hash, self.recent_slot = np.zeros(0, np.uint64), np.zeros(0, np.int32)
         self._stale = 0
 

@@ -19,8 +19,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from semzoo.episodic.hash_table import MAX_CAPACITY, LFUKeyTable, table_nbytes
+from semzoo.episodic.hash_table import MAX_CAPACITY, LFUKeyTable
 from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, memory_class, register_memory
+from semzoo.episodic.plans import (
+    ACTION_ID_LIMIT,
+    check_sizes,
+    lfu_table_bytes,
+    saem_key_words,
+    sem_key_words,
+    table_memory_bytes,
+)
 from semzoo.episodic.returns import discounted_returns, to_numpy
 from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, next_state_target, scatter
 from semzoo.episodic.usage import TableUsage
@@ -29,37 +37,6 @@ from semzoo.types import EpisodeBatch
 if TYPE_CHECKING:
     from semzoo.config import TrainConfig
     from semzoo.types import CleanBatch
-
-ACTION_ID_LIMIT = 1 << 16
-"""SAEM stores each agent's action id in 16 bits (two agents per key word)."""
-PROJECTION_BYTES_PER_ENTRY = 8
-"""semzoo draws V as float64 (numpy's standard_normal) and projects in float64."""
-
-
-def projection_bytes(proj_dim: int, state_dim: int) -> int:
-    """Bytes of the random projection V (D x F float64), shared by SEM and SAEM."""
-    return proj_dim * state_dim * PROJECTION_BYTES_PER_ENTRY
-
-
-def check_sizes(n_agents: int, n_actions: int, capacity: int | float, proj_dim: int) -> int:
-    """The capacity as an int, after a ValueError for a size that is not positive."""
-    for name, value in (("n_agents", n_agents), ("n_actions", n_actions), ("proj_dim", proj_dim)):
-        if int(value) != value or value <= 0:
-            raise ValueError(f"{name}={value!r} must be a positive int")
-    if int(capacity) != capacity or capacity <= 0:
-        raise ValueError(f"capacity={capacity!r} must be a positive whole number of entries")
-    return int(capacity)
-
-
-def sem_key_words(proj_dim: int) -> int:
-    """32-bit words in a SEM key: the float32 bits of phi(s)."""
-    return proj_dim
-
-
-def saem_key_words(proj_dim: int, n_agents: int) -> int:
-    """32-bit words in a SAEM key: phi(s) then the action ids, 16 bits each."""
-    return proj_dim + (n_agents + 1) // 2
-
 
 def project_fixed_order(projection_DF: np.ndarray, states_KF: np.ndarray) -> np.ndarray:
     """V s for states [K, F] (float32 values): float64 [D, K], bit-identical whatever batch, layout or device.
@@ -155,10 +132,10 @@ class EpisodicMemory(Memory, ABC):
 
     @classmethod
     def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
-        """The table at its capacity and the projection V (what ``semzoo memory-cost`` reports)."""
-        m = config.memory
-        return (cls.table_bytes(n_agents, n_actions, capacity=m.capacity, proj_dim=m.proj_dim)
-                + projection_bytes(m.proj_dim, state_dim))
+        """The table at its capacity and the projection V (``semzoo.episodic.plans.table_memory_bytes``)."""
+        check_sizes(n_agents, n_actions, 1, config.memory.proj_dim)
+        return table_memory_bytes(cls.key_words_for(config.memory.proj_dim, int(n_agents)), config,
+                                  state_dim=state_dim, n_agents=n_agents, n_actions=n_actions)
 
     @classmethod
     def table_bytes(cls, n_agents: int, n_actions: int, *, capacity: int | float, proj_dim: int) -> int:
@@ -166,10 +143,9 @@ class EpisodicMemory(Memory, ABC):
 
         ValueError for a size that is not positive or more actions than a SAEM key holds.
         """
-        n_entries = check_sizes(n_agents, n_actions, capacity, proj_dim)
-        if n_actions > ACTION_ID_LIMIT:
-            raise ValueError(f"n_actions={n_actions} exceeds the {ACTION_ID_LIMIT} action ids a SAEM key can hold")
-        return table_nbytes(n_entries, cls.key_words_for(proj_dim, int(n_agents)))
+        check_sizes(n_agents, n_actions, capacity, proj_dim)
+        return lfu_table_bytes(cls.key_words_for(proj_dim, int(n_agents)), n_agents, n_actions, capacity=capacity,
+                               proj_dim=proj_dim)
 
     @classmethod
     def planned_state_key_words(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> int:

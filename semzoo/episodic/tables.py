@@ -2,7 +2,7 @@
 
 SEM and SAEM live in semzoo.episodic.sem, the LFU hash table in semzoo.episodic.hash_table, the table's counters
 in semzoo.episodic.usage, the discounted return in semzoo.episodic.returns and the byte counts in
-semzoo.episodic.cost. Importing this module registers "sem" and "saem", as importing semzoo.episodic.sem does.
+semzoo.episodic.plans and semzoo.episodic.cost. Importing this module registers "sem" and "saem", as importing semzoo.episodic.sem does.
 """
 
 from __future__ import annotations
@@ -33,18 +33,20 @@ from semzoo.episodic.hash_table import (
     n_buckets_for,
     table_nbytes,
 )
-from semzoo.episodic.returns import discounted_returns
-from semzoo.episodic.sem import (
+from semzoo.episodic.plans import (
     ACTION_ID_LIMIT,
     PROJECTION_BYTES_PER_ENTRY,
+    projection_bytes,
+    saem_key_words,
+    sem_key_words,
+)
+from semzoo.episodic.returns import discounted_returns
+from semzoo.episodic.sem import (
     EpisodicMemory,
     SAEMTable,
     SEMTable,
     make_episodic_memory,
     project_fixed_order,
-    projection_bytes,
-    saem_key_words,
-    sem_key_words,
 )
 from semzoo.episodic.usage import TableUsage
 

@@ -1,0 +1,48 @@
+"""The memories' byte formulas (semzoo.episodic.plans) against the networks they count, and each built-in memory's
+planned_nbytes as its formula: `semzoo memory-cost` prints the formulas without torch, the memory plan of a run
+asks the classes, and both must say the same."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from semzoo.agents.rnn import RNNAgent
+from semzoo.config import AgentConfig, LAGMAConfig, MemoryConfig, TrainConfig
+from semzoo.episodic.emu import Embedder
+from semzoo.episodic.lagma import VQVAE
+from semzoo.episodic.memory import memory_class, memory_names
+from semzoo.episodic.plans import (
+    AGENT_PARAMETER_TENSORS,
+    BUILTIN_PLANS,
+    agent_parameter_count,
+    embedder_parameter_count,
+    vqvae_parameter_count,
+)
+
+
+def n_parameters(net: torch.nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())
+
+
+@pytest.mark.parametrize("agent", [AgentConfig(), AgentConfig(hidden_dim=7, obs_agent_id=False),
+                                   AgentConfig(hidden_dim=5, obs_last_action=False)])
+def test_the_agent_network_has_the_parameters_its_formula_counts(agent):
+    net = RNNAgent(obs_dim=11, n_agents=3, n_actions=6, hidden_dim=agent.hidden_dim, obs_agent_id=agent.obs_agent_id,
+                   obs_last_action=agent.obs_last_action)
+    assert n_parameters(net) == agent_parameter_count(agent, obs_dim=11, n_agents=3, n_actions=6)
+    assert len(list(net.parameters())) == AGENT_PARAMETER_TENSORS
+
+
+def test_the_embedder_and_the_vqvae_have_the_parameters_their_formulas_count():
+    assert n_parameters(Embedder(state_dim=13, embed_dim=4, hidden_dim=9)) == embedder_parameter_count(13, 4, 9)
+    assert n_parameters(VQVAE(state_dim=13, latent_dim=3, hidden_dim=9, n_codes=17)) == vqvae_parameter_count(13, 3, 9, 17)
+
+
+@pytest.mark.parametrize("config", [TrainConfig(), TrainConfig(memory=MemoryConfig(capacity=777, proj_dim=6),
+                                                               lagma=LAGMAConfig(lagma_n_codes=32))])
+def test_every_built_in_memory_plans_its_formula(config):
+    sizes = {"state_dim": 40, "n_agents": 5, "n_actions": 11, "obs_dim": 30}
+    assert set(BUILTIN_PLANS) <= set(memory_names())
+    for name, plan in BUILTIN_PLANS.items():
+        assert memory_class(name).planned_nbytes(config, **sizes) == plan(config, **sizes), name
