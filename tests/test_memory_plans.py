@@ -46,3 +46,14 @@ def test_every_built_in_memory_plans_its_formula(config):
     assert set(BUILTIN_PLANS) <= set(memory_names())
     for name, plan in BUILTIN_PLANS.items():
         assert memory_class(name).planned_nbytes(config, **sizes) == plan(config, **sizes), name
+
+
+def test_the_contract_names_every_hook_once_required_or_grouped():
+    """REQUIRED_HOOKS are Memory's abstract methods, OPTIONAL_HOOKS each of its other hooks once."""
+    from semzoo.episodic.memory import OPTIONAL_HOOKS, REQUIRED_HOOKS, Memory
+
+    assert set(REQUIRED_HOOKS) == set(Memory.__abstractmethods__)
+    optional = [hook for hooks in OPTIONAL_HOOKS.values() for hook in hooks]
+    settings = {"name", "description", "size_setting", "env_step_interval"}  # class attributes, not hooks
+    hooks = {name for name in dir(Memory) if not name.startswith("_")} - settings
+    assert len(optional) == len(set(optional)) and set(optional) == hooks - set(REQUIRED_HOOKS)

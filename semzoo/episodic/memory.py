@@ -78,6 +78,25 @@ BUILTIN_DESCRIPTIONS = {
 """Each built-in memory's line in `semzoo algos` (its class's ``description``), known without importing it."""
 
 
+REQUIRED_HOOKS = ("from_config", "lookup_batch", "state_dict", "load_state_dict", "nbytes")
+"""What every memory implements (``Memory``'s abstract methods)."""
+OPTIONAL_HOOKS = {
+    "env sizes (LAGMA's latent size at most the state size)": ("fit_env", "check_env"),
+    "the memory plan and `semzoo memory-cost`": ("planned_nbytes", "planned_state_key_words"),
+    "keys cached in the replay buffer (SEM, SAEM, EMC)": ("state_key_words", "slot_state_keys"),
+    "writing stored episodes (every table)": ("on_store",),
+    "win-triggered writes (EMU's desirability)": ("on_wins",),
+    "schedules in env steps or updates (EMC's and EMU's curiosity decay, EMU's embedder)": (
+        "on_env_steps", "on_update", "on_target_sync"),
+    "the target E of eq. (6) (SEM, SAEM, mc)": ("combine_target",),
+    "rewards added to y (curiosity; EMU's and LAGMA's incentives)": ("intrinsic_reward", "reward_parts"),
+    "losses of its own (EMC's episodic loss)": ("memory_losses",),
+    "logged diagnostics": ("metrics",),
+}
+"""The hooks with a default that does nothing, by what uses them (and which built-in memories override them), in the
+order a run first calls each group (the module docstring gives the call order hook by hook)."""
+
+
 class MemoryDoesNotFitEnv(ValueError):
     """A memory setting that the env's sizes rule out (LAGMA's latent size above the state size): a usage error."""
 
@@ -85,8 +104,8 @@ class MemoryDoesNotFitEnv(ValueError):
 class Memory(ABC):
     """An episodic memory of a run: what the trainer and the learner call (the hooks of the module docstring).
 
-    Subclasses implement ``from_config``, ``lookup_batch``, ``state_dict``, ``load_state_dict`` and
-    ``nbytes``; every other hook has a default that does nothing.
+    The contract is ``REQUIRED_HOOKS``: build it, answer a sampled batch, save and restore it, say its bytes. Every
+    other hook has a default that does nothing; ``OPTIONAL_HOOKS`` groups them by what uses them.
     """
 
     name: ClassVar[str] = ""
@@ -311,5 +330,5 @@ def episodic_target(memory: Memory, clean: CleanBatch, y_BT: torch.Tensor, next_
                                      miss_rule=miss_rule)
 
 
-__all__ = ["NO_MEMORY", "Memory", "MemoryDoesNotFitEnv", "episodic_target", "make_memory", "memory_class",
+__all__ = ["NO_MEMORY", "OPTIONAL_HOOKS", "REQUIRED_HOOKS", "Memory", "MemoryDoesNotFitEnv", "episodic_target", "make_memory", "memory_class",
            "memory_description", "memory_names", "memory_of", "register_memory"]
