@@ -80,10 +80,10 @@ class SMAXEnv:
         self.map_name = map_name
         options = resolve_options(profile, reward=reward, time_limit=time_limit, step_time=step_time, attack=attack,
                                   walls=walls, obs=obs, state=state, fixed_starts=fixed_starts)
-        self._options: dict[str, Any] = {"episode_limit": episode_limit, "enemy_shoots": enemy_shoots,
-                                         "attack_mode": attack_mode, "options": options}
         self.options = options
         """The resolved SMAC options (``semzoo.envs.smac_rules.Options``)."""
+        self._options: dict[str, Any] = {"episode_limit": episode_limit, "enemy_shoots": enemy_shoots,
+                                         "attack_mode": attack_mode, "options": options}
         """What ``_core`` is built from besides the map: a copy or an unpickled env rebuilds it from them."""
         self._core = _core(map_name, **self._options)
         self.n_agents = self._core.n_agents
