@@ -4,9 +4,9 @@
     python scripts/bench_startup.py [--runs 5]
 
 Each command runs in a fresh process (``python -m semzoo.cli``), as a user's shell starts it; the first run of each
-is a warm-up, not counted (the file cache). Help, version and `algos` import no torch (the algorithm table and the
-registries know the built-in names without importing their modules); `memory-cost` does: every memory's byte
-count is its class's own cost model, and EMC's and EMU's count their curiosity networks on torch's meta device.
+is a warm-up, not counted (the file cache). None of them imports torch: the algorithm table and the registries
+know the built-in names without importing their modules, and `memory-cost` reads each built-in memory's byte
+formula from ``semzoo.episodic.plans``.
 """
 
 from __future__ import annotations
