@@ -9,11 +9,14 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import torch
 from conftest import plugin_process_env
 from typer.testing import CliRunner
 
+from semzoo.algos import make_run_mixer
 from semzoo.cli import app
 from semzoo.config import NON_NEGATIVE, TrainConfig, component_fields, ranged, register_settings
 from semzoo.episodic.memory import memory_class
@@ -63,6 +66,40 @@ def test_a_user_memory_with_a_setting_of_its_own_trains_through_the_cli_with_it(
     assert config.settings("best") == toy.BestSettings(bonus=0.05)
     memory = memory_class("best").from_config(config, state_dim=4, n_agents=2, n_actions=2, obs_dim=4)
     assert memory.bonus == 0.05 and memory.lookup_batch(None, None).bonus.item() == pytest.approx(0.05)
+
+
+def test_a_user_mixer_with_a_setting_of_its_own_trains_through_the_cli_with_it(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    monkeypatch.setenv(PLUGINS_ENV, "")
+    import scaled_mixer_plugin
+
+    cli = [sys.executable, "-m", "semzoo.cli", "--plugin", "scaled_mixer_plugin"]
+    done = subprocess.run([*cli, "train", *TINY, "--algo", "sem-scaled", "--set", "scaled.scale=0.5", "--out",
+                           str(tmp_path)], capture_output=True, text=True, env=plugin_process_env(), timeout=300)
+    assert done.returncode == 0, done.stderr
+    config = load_config(tmp_path / "matrix_two_step_sem-scaled_seed0")
+    assert config.to_dict()["scaled"] == {"scale": 0.5} and "scaled.scale" in config.pinned
+    mixer = make_run_mixer(config, SimpleNamespace(n_agents=2, state_dim=4, n_actions=3))
+    assert isinstance(mixer, scaled_mixer_plugin.ScaledVDN) and mixer.scale == 0.5
+    qs = torch.ones(1, 1, 2)
+    assert mixer(qs, torch.zeros(1, 1, 4)).item() == 1.0  # 0.5 * (1 + 1)
+    assert make_run_mixer(TrainConfig(algo="scaled"), SimpleNamespace(n_agents=2, state_dim=4, n_actions=3)).scale == 1
+
+
+def test_the_docs_count_one_file_for_a_plugin_memory_or_mixer_with_settings():
+    """docs/architecture.md's row for each says 1 file (a plugin module) and names ``settings=``; the two test plugins
+    are such files: each, imported alone, registers its component and that component's settings section."""
+    page = (PLUGINS.parents[1] / "docs" / "architecture.md").read_text()
+    for row in ("| a mixer | 1 (a plugin module)", "| an episodic memory (EMC, EMU, a SEM variant, ...) | 1 (a plugin module"):
+        line = next(line for line in page.splitlines() if line.startswith(row))
+        assert "settings=" in line, line
+    code = ("import sys, {m}; from semzoo.config import registered_components; "
+            "print(sorted(registered_components()))")
+    for module, section in (("toy_memory_plugin", "best"), ("scaled_mixer_plugin", "scaled")):
+        done = subprocess.run([sys.executable, "-c", code.format(m=module)], capture_output=True, text=True,
+                              env=plugin_process_env(), timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == repr([section])
 
 
 def test_the_section_is_in_the_configs_of_the_ids_that_use_the_memory_only(toy):
