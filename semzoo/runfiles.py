@@ -147,8 +147,12 @@ def setting_text(key: str, value: Any) -> str:
 def env_label(config: TrainConfig) -> str:
     """What a report calls the run's env: its id, then its env arguments (``smax:2s3z fixed_starts=true``), so
     runs on one map with other env arguments (SMAX's fixed starts) are never pooled."""
-    return " ".join([config.env, *(f"{key}={json.dumps(value).strip(chr(34))}"
-                                   for key, value in sorted(config.env_args.items()))])
+    return " ".join([config.env, *env_arg_texts(config)])
+
+
+def env_arg_texts(config: TrainConfig) -> list[str]:
+    """The run's env arguments as ``key=value`` words, sorted by key (``['attack=unit_range', 'profile=smac']``)."""
+    return [f"{key}={json.dumps(value).strip(chr(34))}" for key, value in sorted(config.env_args.items())]
 
 
 def run_variant(config: TrainConfig) -> dict[str, Any]:

@@ -565,3 +565,37 @@ def test_report_says_which_groups_hold_runs_of_different_commits(tmp_path):
         "compare them knowing the code changed (each run's provenance.json)"]  # seed 1 was resumed under b
     report_md = (tmp_path / "out" / REPORT_FILE).read_text()
     assert "## Runs of one group from different code" in report_md and all(f"- {line}" in report_md for line in lines)
+
+
+def test_env_args_in_labels_compare_runs_that_differ_only_by_env_arguments(tmp_path):
+    """A factor study of an env's options (the SMAC profile with one part left out): apart, each set of env
+    arguments is an env of its own and nothing is compared; with ``env_args_in_labels`` they are labels of one env,
+    and each run is compared with the runs whose arguments it extends."""
+    root = tmp_path / "runs"
+    full, without = {"profile": "smac"}, {"profile": "smac", "attack": "unit_range"}
+    for seed, (full_value, without_value) in enumerate([(0.9, 0.1), (0.8, 0.2)]):
+        for name, env_args, value in (("full", full, full_value), ("no-attack", without, without_value)):
+            config = TrainConfig(env="smax:2s3z", env_args=env_args, algo="qmix", seed=seed, steps=AT,
+                                 test_interval=TEST_INTERVAL)
+            run_dir = root / f"{name}_seed{seed}"
+            run_dir.mkdir(parents=True)
+            (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
+            with (run_dir / "metrics.csv").open("w", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(METRIC_FIELDS)
+                for step in (EARLY, AT):
+                    writer.writerow([step, step // 2, step // 2, 0.1, "test_win_rate", value])
+    apart = load_runs(root)
+    assert {r.env for r in apart} == {"smax:2s3z profile=smac", "smax:2s3z attack=unit_range profile=smac"}
+    assert improvements(apart, metric_at("test_win_rate", AT), AT, reps=REPS) == []
+    runs = load_runs(root, env_args_in_labels=True)
+    assert {r.env for r in runs} == {"smax:2s3z"}
+    assert {r.algo for r in runs} == {"qmix profile=smac", "qmix attack=unit_range profile=smac"}
+    [poi] = [r for r in improvements(runs, metric_at("test_win_rate", AT), AT, reps=REPS) if r.env == "smax:2s3z"]
+    assert (poi.algo, poi.base) == ("qmix attack=unit_range profile=smac", "qmix profile=smac")
+    assert poi.probability.value == 0.0  # every run without the attack order below every run with the whole profile
+    result = CliRunner().invoke(app, ["report", str(root), "--at", str(AT), "--reps", "50", "--env-args-in-labels",
+                                      "--out", str(tmp_path / "report")])
+    assert result.exit_code == 0, result.output
+    assert "| smax:2s3z | 0.000 [0.000, 0.000] | qmix attack=unit_range profile=smac | qmix profile=smac |" in \
+        result.output

@@ -138,7 +138,8 @@ def _improvement_table(rows: Sequence[Improvement], title: str) -> str:
 
 def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None = None,
            out: str | Path | None = None, reps: int = DEFAULT_REPS, absolute: AbsoluteMetric | None = None,
-           echo: Callable[[str], None] = lambda line: None, compare: Sequence[tuple[str, str]] = ()) -> Report:
+           echo: Callable[[str], None] = lambda line: None, compare: Sequence[tuple[str, str]] = (),
+           env_args_in_labels: bool = False) -> Report:
     """Statistics, figures, marl-eval export and ``report.md`` for the runs under ``root`` (into ``out``).
 
     ``echo`` receives progress lines (the CLI prints them on stderr): bootstraps take a while at 2,000 reps.
@@ -149,11 +150,12 @@ def report(root: str | Path, at: Sequence[int] | None = None, metric: str | None
     its half (``default_steps``); ``echo`` gets a line naming them.
     ``compare``: pairs (X, Y) of run labels whose P(X > Y) the report adds to the pairs it compares by itself
     (``compared_pairs``), e.g. TD(lambda) against SEM; ValueError for a label no run carries.
+    ``env_args_in_labels``: runs that differ only by env arguments are compared as settings (``load_runs``).
     """
     require_rliable()
     if reps < 1:
         raise ValueError(f"--reps {reps}: expected a positive number of bootstrap replications, e.g. 2000")
-    runs = load_runs(root)
+    runs = load_runs(root, env_args_in_labels=env_args_in_labels)
     given, metric = metric, resolve_metric(runs, metric)
     notes = [metric_note(metric) if given is None else None]
     if at is None:

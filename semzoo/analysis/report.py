@@ -41,6 +41,7 @@ from semzoo.runfiles import (
     METRICS_FILE,
     PROVENANCE_FILE,
     UNKNOWN_COMMIT,
+    env_arg_texts,
     env_label,
     read_metrics,
     read_run_config,
@@ -126,11 +127,14 @@ def curve_steps(runs: Sequence[RunSeries], metric: str) -> np.ndarray:
     return np.unique(np.concatenate([run.scheduled_steps(metric) for run in runs if metric in run.metrics]))
 
 
-def load_runs(root: str | Path) -> list[RunSeries]:
+def load_runs(root: str | Path, *, env_args_in_labels: bool = False) -> list[RunSeries]:
     """Every run under ``root`` (found by its config.json), with its metrics.
 
     A run directory that cannot be read (bad config.json, garbage metrics.csv) is left out with a
     ``SkippedRunWarning`` naming it, so one damaged run does not hide the others.
+    ``env_args_in_labels``: a run's env is its env id alone and its env arguments join its label
+    (``qmix attack=unit_range profile=smac`` on ``smax:2s3z``), so runs that differ only by env arguments (a
+    factor study of an env's options) are compared with one another as settings are.
     """
     root = Path(root)
     if root.exists() and not root.is_dir():
@@ -155,8 +159,10 @@ def load_runs(root: str | Path) -> list[RunSeries]:
     if not runs:
         raise ValueError(f"no runs under {root}: expected run directories holding {CONFIG_FILE} and {METRICS_FILE}")
     labelled = [(run, run.config) for run in runs if run.config is not None]
-    for (run, _), label in zip(labelled, run_labels([config for _, config in labelled]), strict=True):
+    for (run, config), label in zip(labelled, run_labels([config for _, config in labelled]), strict=True):
         run.algo = label
+        if env_args_in_labels:
+            run.env, run.algo = config.env, " ".join([label, *env_arg_texts(config)])
     return _without_duplicates(runs)
 
 

@@ -115,6 +115,10 @@ def report(
         help="Also report P(X > Y) for these two run labels (as the tables name them), e.g. 'qmix td_lambda=0.6 "
         "vs sem-qmix'; repeat for more pairs. The report compares a memory with its base and SEM, and a setting "
         "with the runs it departs from, by itself."),
+    env_args_in_labels: bool = typer.Option(
+        False, "--env-args-in-labels", help="Group runs by env id alone and put their env arguments in their "
+        "labels (qmix attack=unit_range profile=smac), so runs that differ only by env arguments are compared "
+        "as settings: each against the runs whose arguments it extends."),
 ) -> None:
     """Write the evaluation-protocol report of the runs.
 
@@ -136,7 +140,8 @@ def report(
         try:
             done = protocol_report(folder, steps, metric=metric, out=out, reps=reps,
                                    absolute=_compute_absolute() if absolute else None,
-                                   echo=lambda line: typer.echo(line, err=True), compare=pairs)
+                                   echo=lambda line: typer.echo(line, err=True), compare=pairs,
+                                   env_args_in_labels=env_args_in_labels)
         except (ValueError, TypeError) as err:
             fail(str(err))
     typer.echo(done.markdown)
