@@ -41,11 +41,12 @@ RETURN_SCALE = 20.0
 """test_return_mean = RETURN_SCALE x test_win_rate in every fixture row."""
 
 
-def write_run(root, env, algo, seed, win_rate_by_step, preset="none"):
+def write_run(root, env, algo, seed, win_rate_by_step, preset="none", env_args=None, name=None):
     """A run directory with config.json and metrics.csv: test_win_rate and test_return_mean at each step."""
     config = TrainConfig(env=env, algo=algo, seed=seed, steps=max(win_rate_by_step), test_interval=TEST_INTERVAL,
-                         preset=preset)
-    run_dir = root / f"{env.replace(':', '_')}_{algo}{'' if preset == 'none' else '_' + preset}_seed{seed}"
+                         preset=preset, env_args=env_args or {})
+    name = name or f"{env.replace(':', '_')}_{algo}{'' if preset == 'none' else '_' + preset}"
+    run_dir = root / f"{name}_seed{seed}"
     run_dir.mkdir(parents=True)
     (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
     with (run_dir / "metrics.csv").open("w", newline="") as f:
@@ -575,16 +576,7 @@ def test_env_args_in_labels_compare_runs_that_differ_only_by_env_arguments(tmp_p
     full, without = {"profile": "smac"}, {"profile": "smac", "attack": "unit_range"}
     for seed, (full_value, without_value) in enumerate([(0.9, 0.1), (0.8, 0.2)]):
         for name, env_args, value in (("full", full, full_value), ("no-attack", without, without_value)):
-            config = TrainConfig(env="smax:2s3z", env_args=env_args, algo="qmix", seed=seed, steps=AT,
-                                 test_interval=TEST_INTERVAL)
-            run_dir = root / f"{name}_seed{seed}"
-            run_dir.mkdir(parents=True)
-            (run_dir / "config.json").write_text(json.dumps(config.to_dict()))
-            with (run_dir / "metrics.csv").open("w", newline="") as f:
-                writer = csv.writer(f)
-                writer.writerow(METRIC_FIELDS)
-                for step in (EARLY, AT):
-                    writer.writerow([step, step // 2, step // 2, 0.1, "test_win_rate", value])
+            write_run(root, "smax:2s3z", "qmix", seed, {EARLY: value, AT: value}, env_args=env_args, name=name)
     apart = load_runs(root)
     assert {r.env for r in apart} == {"smax:2s3z profile=smac", "smax:2s3z attack=unit_range profile=smac"}
     assert improvements(apart, metric_at("test_win_rate", AT), AT, reps=REPS) == []
