@@ -441,7 +441,7 @@ class TrainConfig:
             return self.components[section]
         if section in SECTIONS:
             return getattr(self, section)
-        owner = registered_components().get(section)
+        owner = _COMPONENTS.get(section)
         used = f"; algo={self.algo!r} does not use {owner.kind} {section!r}" if owner is not None else ""
         raise KeyError(f"no config section {section!r}{used}: expected one of "
                        f"{', '.join([*SECTIONS, *self.components])}")
@@ -462,11 +462,10 @@ class TrainConfig:
         sections = config_sections(cls)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
-        if unknown - registered_components().keys():
-            load_plugins()
-        registered = registered_components().keys()
-        components = {**data.get("components", {}), **{k: data[k] for k in unknown & registered}}
-        unknown -= registered
+        if unknown - _COMPONENTS.keys():
+            load_plugins()  # a plugin's section: its module registers it
+        components = {**data.get("components", {}), **{k: data[k] for k in unknown & _COMPONENTS.keys()}}
+        unknown -= _COMPONENTS.keys()
         if unknown:
             raise ValueError(f"unknown config keys {sorted(unknown)}: expected a subset of {sorted(known)}, or the "
                              "section of a registered component (a plugin's: import it with --plugin MODULE)")
@@ -542,8 +541,9 @@ def register_settings(kind: Literal["memory", "mixer"], name: str, settings: typ
         raise ValueError(f"{kind} {name!r}: its settings section would be named {name!r}, "
                          + ("which is a field of TrainConfig" if name in taken else "which is not an identifier")
                          + "; register it under another name")
-    check_free("settings section", name, Component(kind, name, settings), _COMPONENTS, replace=replace)
-    _COMPONENTS[name] = Component(kind, name, settings)
+    component = Component(kind, name, settings)
+    check_free("settings section", name, component, _COMPONENTS, replace=replace)
+    _COMPONENTS[name] = component
 
 
 def registered_components() -> dict[str, Component]:
@@ -610,11 +610,10 @@ def apply_overrides(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[
     settings (``component_fields``); ValueError naming a key that is neither.
     """
     keys = _config_keys()
-    components = registered_components()
-    out = {k: (dict(v) if isinstance(v, dict) and (k in SECTIONS or k in components) else v) for k, v in base.items()}
+    out = {k: (dict(v) if isinstance(v, dict) and (k in SECTIONS or k in _COMPONENTS) else v) for k, v in base.items()}
     for key, value in overrides.items():
         if key not in keys:
-            sections = [*SECTIONS, *components]
+            sections = [*SECTIONS, *_COMPONENTS]
             raise ValueError(f"config key {key!r}: expected <field> such as test_interval or <section>.<field> "
                              f"such as learner.batch_size, sections {', '.join(sections)} "
                              "(`semzoo train --help` lists the fields)")

@@ -63,7 +63,7 @@ def load_plugins() -> None:
 
 @functools.cache
 def _entry_points() -> tuple[Any, ...]:
-    """The group's entry points of the installed packages (reading them scans every package's metadata: 25 ms)."""
+    """The group's entry points of the installed packages (reading them scans the metadata of every package)."""
     return tuple(entry_points(group=ENTRY_POINT_GROUP))
 
 

@@ -12,14 +12,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from semzoo.episodic.memory import memory_class, memory_names
-from semzoo.episodic.plans import (
-    BUILTIN_PLANS,
-    PAPER_N_TABLES,
-    check_sizes,
-    lfu_table_bytes,
-    saem_key_words,
-    sem_key_words,
-)
+from semzoo.episodic.plans import BUILTIN_PLANS, TABLE_LAYOUTS, check_sizes, lfu_table_bytes
 
 if TYPE_CHECKING:
     from semzoo.episodic.sem import EpisodicMemory
@@ -53,7 +46,7 @@ def table_class(kind: str) -> type[EpisodicMemory]:
 
 def check_table_sizes(kind: str, n_agents: int, n_actions: int, capacity: int | float, proj_dim: int) -> int:
     """The capacity as an int, after a ValueError for a ``kind`` that is no table or a size that is not positive."""
-    if kind not in PAPER_N_TABLES:  # SEM and SAEM are tables: their formulas are known without importing them
+    if kind not in TABLE_LAYOUTS:  # SEM and SAEM are tables: their layouts are known without importing them
         table_class(kind)
     return check_sizes(n_agents, n_actions, capacity, proj_dim)
 
@@ -69,10 +62,9 @@ def semzoo_storage_bytes(
 
     Equals `make_episodic_memory(kind, ...).nbytes`; SAEM keys add 2 bytes per agent.
     """
-    if kind in PAPER_N_TABLES:
-        key_words = sem_key_words(proj_dim) if kind == "sem" else saem_key_words(proj_dim, int(n_agents))
-        check_sizes(n_agents, n_actions, capacity, proj_dim)
-        return lfu_table_bytes(key_words, n_agents, n_actions, capacity=capacity, proj_dim=proj_dim)
+    if kind in TABLE_LAYOUTS:
+        return lfu_table_bytes(TABLE_LAYOUTS[kind].key_words, n_agents, n_actions, capacity=capacity,
+                               proj_dim=proj_dim)
     return table_class(kind).table_bytes(n_agents, n_actions, capacity=capacity, proj_dim=proj_dim)
 
 
@@ -84,8 +76,8 @@ def paper_bytes_per_entry(proj_dim: int = PAPER_PROJ_DIM) -> int:
 def paper_n_tables(kind: str, n_agents: int, n_actions: int) -> int:
     """Lookup tables in the paper's layout: 1 for SEM, |U|^n for SAEM (one per joint action)."""
     check_table_sizes(kind, n_agents, n_actions, 1, PAPER_PROJ_DIM)
-    if kind in PAPER_N_TABLES:
-        return PAPER_N_TABLES[kind](int(n_agents), int(n_actions))
+    if kind in TABLE_LAYOUTS:
+        return TABLE_LAYOUTS[kind].paper_n_tables(int(n_agents), int(n_actions))
     return table_class(kind).paper_n_tables(int(n_agents), int(n_actions))
 
 

@@ -330,5 +330,5 @@ def episodic_target(memory: Memory, clean: CleanBatch, y_BT: torch.Tensor, next_
                                      miss_rule=miss_rule)
 
 
-__all__ = ["NO_MEMORY", "OPTIONAL_HOOKS", "REQUIRED_HOOKS", "Memory", "MemoryDoesNotFitEnv", "episodic_target", "make_memory", "memory_class",
-           "memory_description", "memory_names", "memory_of", "register_memory"]
+__all__ = ["NO_MEMORY", "OPTIONAL_HOOKS", "REQUIRED_HOOKS", "Memory", "MemoryDoesNotFitEnv", "episodic_target",
+           "make_memory", "memory_class", "memory_description", "memory_names", "memory_of", "register_memory"]

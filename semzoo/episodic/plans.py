@@ -10,7 +10,7 @@ times the words its copies and its optimiser's state keep.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -52,13 +52,35 @@ def saem_key_words(proj_dim: int, n_agents: int) -> int:
     return proj_dim + (n_agents + 1) // 2
 
 
-def lfu_table_bytes(key_words: int, n_agents: int, n_actions: int, *, capacity: int | float, proj_dim: int) -> int:
-    """Bytes a table of ``capacity`` entries of ``key_words`` words allocates; ValueError for a size that is not
-    positive or more actions than a SAEM key holds."""
+KeyWords = Callable[[int, int], int]
+"""W, the 32-bit words per key of a table, from (D, n agents)."""
+
+
+class TableLayout(NamedTuple):
+    """What a table keyed on phi(s) looks like: its key's width and the tables the paper's layout needs."""
+
+    key_words: KeyWords
+    paper_n_tables: Callable[[int, int], int]
+    """Tables the paper's layout needs (paper sec. 6) from (n agents, |U|): a Python int, exact for any size."""
+
+
+TABLE_LAYOUTS = {
+    "sem": TableLayout(key_words=lambda proj_dim, n_agents: sem_key_words(proj_dim),
+                       paper_n_tables=lambda n_agents, n_actions: 1),
+    "saem": TableLayout(key_words=saem_key_words,  # one table per joint action in the paper
+                        paper_n_tables=lambda n_agents, n_actions: int(n_actions) ** int(n_agents)),
+}
+"""SEM's and SAEM's layouts; their classes (``semzoo.episodic.sem``) answer with these."""
+
+
+def lfu_table_bytes(key_words: KeyWords, n_agents: int, n_actions: int, *, capacity: int | float,
+                    proj_dim: int) -> int:
+    """Bytes a table of ``capacity`` entries with keys of ``key_words(D, n)`` words allocates; ValueError for a size
+    that is not positive or more actions than a SAEM key holds."""
     n_entries = check_sizes(n_agents, n_actions, capacity, proj_dim)
     if n_actions > ACTION_ID_LIMIT:
         raise ValueError(f"n_actions={n_actions} exceeds the {ACTION_ID_LIMIT} action ids a SAEM key can hold")
-    return table_nbytes(n_entries, key_words)
+    return table_nbytes(n_entries, key_words(proj_dim, int(n_agents)))
 
 
 # ----- the nearest-key index of EMC and EMU
@@ -149,7 +171,8 @@ def vqvae_parameter_count(state_dim: int, latent_dim: int, hidden_dim: int, n_co
     return encoder + latent_dim * n_codes + decoder
 
 
-def table_memory_bytes(key_words: int, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> int:
+def table_memory_bytes(key_words: KeyWords, config: TrainConfig, *, state_dim: int, n_agents: int,
+                       n_actions: int) -> int:
     """A table keyed on phi(s) (SEM, SAEM, a plugin's ``EpisodicMemory``): the table at its capacity and V."""
     m = config.memory
     return (lfu_table_bytes(key_words, n_agents, n_actions, capacity=m.capacity, proj_dim=m.proj_dim)
@@ -159,15 +182,15 @@ def table_memory_bytes(key_words: int, config: TrainConfig, *, state_dim: int, n
 def sem_bytes(config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int,
               word_bytes: int = 4) -> int:
     """SEM: the table of phi(s) keys at its capacity and the projection V."""
-    return table_memory_bytes(sem_key_words(config.memory.proj_dim), config, state_dim=state_dim,
-                              n_agents=n_agents, n_actions=n_actions)
+    return table_memory_bytes(TABLE_LAYOUTS["sem"].key_words, config, state_dim=state_dim, n_agents=n_agents,
+                              n_actions=n_actions)
 
 
 def saem_bytes(config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int,
                word_bytes: int = 4) -> int:
     """SAEM: the table of (phi(s), u) keys at its capacity and the projection V."""
-    return table_memory_bytes(saem_key_words(config.memory.proj_dim, int(n_agents)), config, state_dim=state_dim,
-                              n_agents=n_agents, n_actions=n_actions)
+    return table_memory_bytes(TABLE_LAYOUTS["saem"].key_words, config, state_dim=state_dim, n_agents=n_agents,
+                              n_actions=n_actions)
 
 
 def emc_bytes(config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int,
@@ -211,6 +234,3 @@ Plan = Callable[..., int]
 BUILTIN_PLANS: dict[str, Plan] = {"sem": sem_bytes, "saem": saem_bytes, "emc": emc_bytes, "emu": emu_bytes,
                                   "lagma": lagma_bytes, "mc": own_return_bytes}
 """Each built-in memory's formula, by its registered name (``semzoo.episodic.memory``)."""
-PAPER_N_TABLES: dict[str, Callable[[int, int], int]] = {"sem": lambda n_agents, n_actions: 1,
-                                                        "saem": lambda n_agents, n_actions: n_actions ** n_agents}
-"""Tables the paper's layout needs (paper sec. 6): one for SEM, |U|^n for SAEM (one per joint action)."""

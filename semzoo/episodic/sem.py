@@ -23,7 +23,7 @@ from semzoo.episodic.hash_table import MAX_CAPACITY, LFUKeyTable
 from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, memory_class, register_memory
 from semzoo.episodic.plans import (
     ACTION_ID_LIMIT,
-    check_sizes,
+    TABLE_LAYOUTS,
     lfu_table_bytes,
     saem_key_words,
     sem_key_words,
@@ -133,9 +133,8 @@ class EpisodicMemory(Memory, ABC):
     @classmethod
     def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
         """The table at its capacity and the projection V (``semzoo.episodic.plans.table_memory_bytes``)."""
-        check_sizes(n_agents, n_actions, 1, config.memory.proj_dim)
-        return table_memory_bytes(cls.key_words_for(config.memory.proj_dim, int(n_agents)), config,
-                                  state_dim=state_dim, n_agents=n_agents, n_actions=n_actions)
+        return table_memory_bytes(cls.key_words_for, config, state_dim=state_dim, n_agents=n_agents,
+                                  n_actions=n_actions)
 
     @classmethod
     def table_bytes(cls, n_agents: int, n_actions: int, *, capacity: int | float, proj_dim: int) -> int:
@@ -143,9 +142,7 @@ class EpisodicMemory(Memory, ABC):
 
         ValueError for a size that is not positive or more actions than a SAEM key holds.
         """
-        check_sizes(n_agents, n_actions, capacity, proj_dim)
-        return lfu_table_bytes(cls.key_words_for(proj_dim, int(n_agents)), n_agents, n_actions, capacity=capacity,
-                               proj_dim=proj_dim)
+        return lfu_table_bytes(cls.key_words_for, n_agents, n_actions, capacity=capacity, proj_dim=proj_dim)
 
     @classmethod
     def planned_state_key_words(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> int:
@@ -455,11 +452,11 @@ class SEMTable(EpisodicMemory):
 
     @classmethod
     def key_words_for(cls, proj_dim: int, n_agents: int) -> int:
-        return sem_key_words(proj_dim)
+        return TABLE_LAYOUTS["sem"].key_words(proj_dim, n_agents)
 
     @classmethod
     def paper_n_tables(cls, n_agents: int, n_actions: int) -> int:
-        return 1
+        return TABLE_LAYOUTS["sem"].paper_n_tables(n_agents, n_actions)  # one table
 
     def _query_steps(self, clean: CleanBatch) -> tuple[np.ndarray, int]:
         """Real, non-terminal steps read phi(s_{t+1}).
@@ -504,11 +501,11 @@ class SAEMTable(EpisodicMemory):
 
     @classmethod
     def key_words_for(cls, proj_dim: int, n_agents: int) -> int:
-        return saem_key_words(proj_dim, n_agents)
+        return TABLE_LAYOUTS["saem"].key_words(proj_dim, n_agents)
 
     @classmethod
     def paper_n_tables(cls, n_agents: int, n_actions: int) -> int:
-        return int(n_actions) ** int(n_agents)  # one table per joint action
+        return TABLE_LAYOUTS["saem"].paper_n_tables(n_agents, n_actions)  # one table per joint action
 
     def _query_steps(self, clean: CleanBatch) -> tuple[np.ndarray, int]:
         """Every real step reads (phi(s_t), u_t)."""
