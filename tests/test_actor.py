@@ -112,9 +112,11 @@ def test_an_actor_process_that_dies_is_a_clear_error(tmp_path):
     trainer: Trainer | None = None
 
     def kill_actor(state):
-        assert trainer is not None and trainer._actor is not None and trainer._actor.pid is not None
+        assert trainer is not None
+        actor = getattr(trainer._collector, "actor", None)  # the overlapped collector's actor process
+        assert actor is not None and actor.pid is not None
         if state["env_steps"] >= 40:
-            os.kill(trainer._actor.pid, signal.SIGKILL)
+            os.kill(actor.pid, signal.SIGKILL)
 
     before = child_processes()
     trainer = Trainer(golden_config("matrix:two_step", "qmix", tmp_path), tensorboard=False, progress=kill_actor)

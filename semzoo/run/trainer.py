@@ -14,19 +14,16 @@ at or past its multiple (an iteration adds ``n_envs`` episodes), so the evaluati
 at, say, 50,400, and never drifts later over a long run: the n-th evaluation of every run belongs to the same
 step n x ``test_interval``, whatever its iteration size, and the report reads evaluations by that schedule.
 
-Acting overlaps learning (the default; ``config.sequential`` restores the loop above exactly): while the
-learner takes the updates owed for batch k, batch k+1 is collected by a copy of the agent, the "acting"
-agent, holding the parameters from before those updates. The collector is the actor process
-(``semzoo.run.actor``: its own envs, its own core, no shared GIL), or, as the reference and the fallback
-for an env a new process cannot build, a second thread of this process; the two give the same run.
-The policy lag is therefore exactly one batch's updates: batch k+1 is collected with the parameters after the updates of batches
-1..k-1, where the sequential loop uses those after 1..k. Everything else is unchanged and in the same
-order on the learner's side: the updates of batch k sample the buffer holding batches 1..k, the episodic
-memory has had batch k's returns, the target sync and epsilon read the same counters. The collector
-draws its exploration from its own generator (seeded from the run seed), so a seed still fixes the run.
-Housekeeping runs with nothing in flight: a checkpoint holds the owed updates (``update_credit``) and the
-acting parameters, and a resumed run continues bit for bit. After the last batch its owed updates run, so
-a run takes the sequential loop's number of updates.
+Where the episodes come from is the collector's (``semzoo.run.collectors``). The default, ``sequential``, is the
+loop above exactly: each batch is played by the learner's agent and its updates follow it. With ``sequential``
+off, the overlapped collector plays batch k+1 on a copy of the agent, the acting agent, in the actor process
+(or a thread) while the learner takes the updates owed for batch k: the policy lags by exactly one batch's
+updates, and everything on the learner's side happens in the same order (the updates of batch k sample the
+buffer holding batches 1..k, the memory has had batch k's returns, the target sync and epsilon read the same
+counters). The acting agent draws its exploration from its own generator (seeded from the run seed), so a
+seed still fixes the run. Housekeeping runs with nothing in flight: a checkpoint holds the owed updates
+(``update_credit``) and the acting parameters, and a resumed run continues bit for bit. After the last batch
+its owed updates run, so a run takes the same number of updates either way.
 
 The loop's side jobs live where they belong: the run directory, its metrics file, TensorBoard events and the
 checks before a resume in ``semzoo.run.rundir`` (its layout in ``semzoo.runfiles``); the actor process in
@@ -44,7 +41,6 @@ import random
 import time
 import warnings
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,14 +49,14 @@ import numpy as np
 import torch
 
 from semzoo import algos
-from semzoo.agents.rnn import flatten_rnns
+from semzoo.agents.rnn import RNNAgent, flatten_rnns
 from semzoo.config import TrainConfig
 from semzoo.envs.registry import make_vec_env
 from semzoo.presets import preset_reward_mismatch, unused_preset
 from semzoo.replay.buffer import EpisodeReplayBuffer
 from semzoo.run import memory_plan
-from semzoo.run.actor import ActorProcess, start_or_fall_back
 from semzoo.run.checkpoint import CheckpointManager
+from semzoo.run.collectors import Collector, EpisodeCollector, OverlappedCollector
 from semzoo.run.device import replay_device, resolve_device
 from semzoo.run.evaluation import SEED_STRIDE, BestPolicy, EvalResult, eval_env_seeds, greedy_episodes
 from semzoo.run.memory_plan import EnvSizes, peak_rss_bytes
@@ -131,7 +127,7 @@ class Trainer:
     """
 
     acting_in_process = True
-    """Overlap mode collects in the actor process (two cores); False collects on a thread (the reference, one core)."""
+    """The overlapped collector plays in the actor process (two cores); False plays on a thread (one core)."""
 
     def __init__(self, config: TrainConfig, *, run_dir: str | Path | None = None, progress: Progress | None = None,
                  tensorboard: bool = True, _checkpoint: dict[str, Any] | None = None,
@@ -141,7 +137,8 @@ class Trainer:
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.progress = progress
         self.logger: MetricsLogger | None = None
-        self._actor: ActorProcess | None = None
+        self._collector: Collector | None = None
+        """The collector while ``run`` trains (``semzoo.run.collectors``)."""
         self.actor_startup_s: float | None = None
         """Seconds the last actor process took to start (not checkpointed; None before one started)."""
         self._lock = _lock if _lock is not None or self.run_dir is None else RunLock(self.run_dir)
@@ -195,11 +192,10 @@ class Trainer:
         self.runner = EpisodeRunner(env, self.agent, device=self.device, episode_limit=self.max_t)
         self.generator = torch.Generator().manual_seed(config.seed)
         # Overlap mode: the acting agent (read only by the collecting thread) and its own random stream.
-        self.acting_agent: torch.nn.Module | None = None
+        self.acting_agent: RNNAgent | None = None
         self.acting_generator: torch.Generator | None = None
         if not config.sequential:
             self.acting_agent = flatten_rnns(copy.deepcopy(self.agent).requires_grad_(False))
-            self._acting_runner = EpisodeRunner(env, self.acting_agent, device=self.device, episode_limit=self.max_t)
             seed = np.random.SeedSequence([config.seed, ACTING_STREAM]).generate_state(1, np.uint64)[0]
             self.acting_generator = torch.Generator().manual_seed(int(seed))
         self.counters = Counters()
@@ -276,68 +272,59 @@ class Trainer:
             self._session_unrecorded = False
 
     def _train(self) -> dict[str, float]:
+        """Algorithm 1's loop over a collector (``semzoo.run.collectors``): the paper's, where each batch's updates
+        follow it, or the overlapped one, where they run while the next batch is collected."""
         cfg, c = self.config, self.counters
         clock, wall_at_start = time.perf_counter(), c.wall_time
         self.window.restart_clock(clock, c.env_steps)
-        if not cfg.sequential:
-            self._run_overlapped(clock, wall_at_start)
-            self._finish()
-            return self._last_eval
-        while c.env_steps < cfg.steps:
-            t0 = time.perf_counter()
-            stats = self.collect()
-            t1 = time.perf_counter()
-            self.learn(len(stats.returns))
-            self.window.add_time("time_collect_s", t1 - t0)
-            self.window.add_time("time_learn_s", time.perf_counter() - t1)
-            self.end_iteration(stats, wall_at_start + time.perf_counter() - clock)
+        collector = self._collector = self._start_collector()
+        try:
+            while c.env_steps < cfg.steps:
+                collector.submit(self._collect_seed(), self.epsilon())
+                if collector.lag:
+                    self._timed_update()  # the updates owed for the last batch, which the acting agent has not seen
+                batch, stats, seconds = collector.result()
+                self.window.add_time("time_collect_s", seconds)
+                self.store(batch, stats)
+                self.owe_updates(len(stats.returns))
+                if not collector.lag:
+                    self._timed_update()  # this batch's updates, before the next batch is collected
+                collector.sync(self.agent)  # the next batch acts with the parameters as they stand now
+                self.end_iteration(stats, wall_at_start + time.perf_counter() - clock)
+        finally:
+            self._close_collector()
+        if collector.lag:
+            # The last batch's owed updates, so the run takes as many as the paper's loop. The acting agent keeps
+            # the parameters from before them: a run extended with --steps goes on as one that had been asked for
+            # more steps from the start.
+            self._timed_update()
+            c.wall_time = wall_at_start + time.perf_counter() - clock
         self._finish()
         return self._last_eval
 
-    def _run_overlapped(self, clock: float, wall_at_start: float) -> None:
-        """The loop of overlap mode: batch k+1 is collected by the actor while the updates owed for batch k run.
-
-        The collector is the actor process (``semzoo.run.actor``), started here at the first iteration
-        and ended when the loop ends, however it ends; with ``acting_in_process`` off, or when the
-        actor cannot build the run's envs, it is a second thread of this process. Either acts with the
-        acting agent's parameters and the acting generator's state as they stand at submission.
-        The acting agent is written only here, with no collection in flight. An exception on either
-        side ends the loop (the thread's collection in flight finishes first; the process is
-        terminated), and the collector's own exception is raised here as it was raised there.
-        """
-        cfg, c = self.config, self.counters
-        assert self.acting_agent is not None and self.acting_generator is not None
-        actor = self._start_actor() if self.acting_in_process else None
-        try:
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="semzoo-acting") as acting:
-                while c.env_steps < cfg.steps:
-                    seed, epsilon = self._collect_seed(), self.epsilon()
-                    if actor is not None:
-                        actor.submit(seed, epsilon, self.acting_agent.state_dict(), self.acting_generator.get_state())
-                    else:
-                        in_flight = acting.submit(self._timed_collection, seed, epsilon)
-                    t0 = time.perf_counter()
-                    self._update()  # the updates owed for the last batch, which the acting agent has not seen
-                    self.window.add_time("time_learn_s", time.perf_counter() - t0)
-                    if actor is not None:
-                        batch, stats, generator_state, seconds = actor.result()  # re-raises the child's exception
-                        self.acting_generator.set_state(generator_state)
-                    else:
-                        batch, stats, seconds = in_flight.result()  # re-raises the collector's exception
-                    self.window.add_time("time_collect_s", seconds)
-                    self.store(batch, stats)
-                    self.owe_updates(len(stats.returns))
-                    self.acting_agent.load_state_dict(self.agent.state_dict())  # the next batch acts before these updates
-                    self.end_iteration(stats, wall_at_start + time.perf_counter() - clock)
-        finally:
-            self._close_actor()
-        # The last batch's owed updates, so the run takes as many as the sequential loop. The acting
-        # agent keeps the parameters from before them: a run extended with --steps goes on as one that
-        # had been asked for more steps from the start.
-        t0 = time.perf_counter()
+    def _timed_update(self) -> None:
+        started = time.perf_counter()
         self._update()
-        self.window.add_time("time_learn_s", time.perf_counter() - t0)
-        c.wall_time = wall_at_start + time.perf_counter() - clock
+        self.window.add_time("time_learn_s", time.perf_counter() - started)
+
+    def _start_collector(self) -> Collector:
+        """The run's collector: the paper's (``sequential``), or the overlapped one, whose actor process starts here
+        (``acting_in_process``; a thread where the process cannot build the run's envs) and ends with the loop."""
+        if self.config.sequential:
+            return EpisodeCollector(self.runner, self.generator)
+        assert self.acting_agent is not None and self.acting_generator is not None
+        runner = EpisodeRunner(self.env, self.acting_agent, device=self.device, episode_limit=self.max_t)
+        collector = OverlappedCollector.start(self.acting_agent, self.acting_generator, runner=runner,
+                                              config_dict=self.config.to_dict(), device=str(self.device),
+                                              episode_limit=self.max_t, in_process=self.acting_in_process)
+        if collector.actor is not None:
+            self.actor_startup_s = collector.actor.startup_s
+        return collector
+
+    def _close_collector(self) -> None:
+        collector, self._collector = getattr(self, "_collector", None), None
+        if collector is not None:
+            collector.close()
 
     def end_iteration(self, stats: RolloutStats, wall_time: float) -> None:
         """Close an iteration (also driven by semzoo.run.multi): the run's wall time, its episodes, housekeeping."""
@@ -355,26 +342,6 @@ class Trainer:
         """
         self.save_checkpoint(scheduled=False)
         return (None if self.run_dir is None else Path(self.run_dir)), self.counters.env_steps
-
-    def _start_actor(self) -> ActorProcess | None:
-        """The actor process, started; None to collect on a thread (``semzoo.run.actor.start_or_fall_back``)."""
-        self._actor = ActorProcess(self.config.to_dict(), device=str(self.device), episode_limit=self.max_t)
-        self._actor = start_or_fall_back(self._actor)
-        if self._actor is not None:
-            self.actor_startup_s = self._actor.startup_s
-        return self._actor
-
-    def _close_actor(self) -> None:
-        actor, self._actor = getattr(self, "_actor", None), None
-        if actor is not None:
-            actor.close()
-
-    def _timed_collection(self, seed: int, epsilon: float) -> tuple[EpisodeBatch, RolloutStats, float]:
-        """One batch by the acting agent (runs on the collecting thread) and the seconds it took."""
-        started = time.perf_counter()
-        assert self.acting_generator is not None
-        batch, stats = self._acting_runner.run(epsilon=epsilon, seed=seed, generator=self.acting_generator)
-        return batch, stats, time.perf_counter() - started
 
     def collect(self) -> RolloutStats:
         """N epsilon-greedy training episodes into the replay buffer H and the episodic memory's pending set M."""
@@ -618,7 +585,7 @@ class Trainer:
         if self.logger is not None:
             self.logger.close()  # and its TensorBoard events
             self.logger = None
-        self._close_actor()
+        self._close_collector()
         env = getattr(self, "env", None)
         if env is not None:
             env.close()
