@@ -57,7 +57,7 @@ def start_or_fall_back(actor: ActorProcess) -> ActorProcess | None:
     except ActorStartError as err:
         warnings.warn(f"{err}; collecting on a thread instead (the same run, but acting and learning then share "
                       f"one core: the GIL). Register the env in a plugin module (--plugin / SEMZOO_PLUGINS) so "
-                      f"new processes know it", stacklevel=4)  # the trainer's loop, as the trainer warned it
+                      f"new processes know it", stacklevel=3)  # the trainer's loop, as the trainer warned it
         return None
     return actor
 

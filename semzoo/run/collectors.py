@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Protocol
 
 import torch
 
 from semzoo.agents.rnn import RNNAgent
-from semzoo.run.actor import ActorProcess, start_or_fall_back
+from semzoo.run.actor import ActorProcess
 from semzoo.run.runner import EpisodeRunner, RolloutStats
 from semzoo.types import EpisodeBatch
 
@@ -49,6 +49,13 @@ class Collector(Protocol):
         """Stop collecting (safe to call twice); a collection in flight is finished or ended."""
 
 
+def play(runner: EpisodeRunner, generator: torch.Generator, seed: int, epsilon: float) -> Collected:
+    """One batch of ``runner``'s N envs, epsilon-greedy with ``generator``, and the seconds it took."""
+    started = time.perf_counter()
+    batch, stats = runner.run(epsilon=epsilon, seed=seed, generator=generator)
+    return batch, stats, time.perf_counter() - started
+
+
 class EpisodeCollector:
     """The paper's collector: each batch played when asked for, by the learner's agent and generator."""
 
@@ -64,9 +71,7 @@ class EpisodeCollector:
     def result(self) -> Collected:
         assert self._request is not None, "result() before submit()"
         (seed, epsilon), self._request = self._request, None
-        started = time.perf_counter()
-        batch, stats = self.runner.run(epsilon=epsilon, seed=seed, generator=self.generator)
-        return batch, stats, time.perf_counter() - started
+        return play(self.runner, self.generator, seed, epsilon)
 
     def sync(self, agent: torch.nn.Module) -> None:
         pass  # the runner acts with the learner's agent itself
@@ -78,8 +83,9 @@ class EpisodeCollector:
 class OverlappedCollector:
     """Overlap mode's collector: the acting agent plays each batch in the actor process, or on a thread.
 
-    ``actor`` is a started actor process, or None to collect on a thread of this process with ``runner`` (built on
-    the acting agent); either gives the same batches from the same parameters and generator state.
+    ``actor`` is a started actor process (``semzoo.run.actor.start_or_fall_back``), or None to collect on a thread of
+    this process with ``runner`` (built on the acting agent); either gives the same batches from the same parameters
+    and generator state.
     """
 
     lag = 1
@@ -90,28 +96,12 @@ class OverlappedCollector:
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="semzoo-acting") if actor is None else None
         self._in_flight: Future[Collected] | None = None
 
-    @classmethod
-    def start(cls, acting_agent: RNNAgent, generator: torch.Generator, *, runner: EpisodeRunner,
-              config_dict: dict[str, Any], device: str, episode_limit: int, in_process: bool) -> OverlappedCollector:
-        """The collector, its actor process started when ``in_process`` (a thread where the process cannot build
-        the run's envs: ``semzoo.run.actor.start_or_fall_back``)."""
-        actor = None
-        if in_process:
-            actor = start_or_fall_back(ActorProcess(config_dict, device=device, episode_limit=episode_limit))
-        return cls(acting_agent, generator, runner=runner, actor=actor)
-
     def submit(self, seed: int, epsilon: float) -> None:
         if self.actor is not None:
             self.actor.submit(seed, epsilon, self.acting_agent.state_dict(), self.generator.get_state())
         else:
             assert self._thread is not None
-            self._in_flight = self._thread.submit(self._play, seed, epsilon)
-
-    def _play(self, seed: int, epsilon: float) -> Collected:
-        """One batch by the acting agent (on the collecting thread)."""
-        started = time.perf_counter()
-        batch, stats = self.runner.run(epsilon=epsilon, seed=seed, generator=self.generator)
-        return batch, stats, time.perf_counter() - started
+            self._in_flight = self._thread.submit(play, self.runner, self.generator, seed, epsilon)
 
     def result(self) -> Collected:
         if self.actor is not None:
@@ -132,4 +122,4 @@ class OverlappedCollector:
             self._thread.shutdown(wait=True)  # a collection in flight finishes first
 
 
-__all__ = ["Collected", "Collector", "EpisodeCollector", "OverlappedCollector"]
+__all__ = ["Collected", "Collector", "EpisodeCollector", "OverlappedCollector", "play"]

@@ -55,6 +55,7 @@ from semzoo.envs.registry import make_vec_env
 from semzoo.presets import preset_reward_mismatch, unused_preset
 from semzoo.replay.buffer import EpisodeReplayBuffer
 from semzoo.run import memory_plan
+from semzoo.run.actor import ActorProcess, start_or_fall_back
 from semzoo.run.checkpoint import CheckpointManager
 from semzoo.run.collectors import Collector, EpisodeCollector, OverlappedCollector
 from semzoo.run.device import replay_device, resolve_device
@@ -284,8 +285,11 @@ class Trainer:
                 if collector.lag:
                     self._timed_update()  # the updates owed for the last batch, which the acting agent has not seen
                 batch, stats, seconds = collector.result()
-                self.window.add_time("time_collect_s", seconds)
+                stored = time.perf_counter()
                 self.store(batch, stats)
+                if not collector.lag:  # the paper's loop counts storing in H and M as collecting; an overlapped
+                    seconds += time.perf_counter() - stored  # collector's figure is its own time, beside learning
+                self.window.add_time("time_collect_s", seconds)
                 self.owe_updates(len(stats.returns))
                 if not collector.lag:
                     self._timed_update()  # this batch's updates, before the next batch is collected
@@ -313,13 +317,18 @@ class Trainer:
         if self.config.sequential:
             return EpisodeCollector(self.runner, self.generator)
         assert self.acting_agent is not None and self.acting_generator is not None
+        actor = None
+        if self.acting_in_process:
+            process = ActorProcess(self.config.to_dict(), device=str(self.device), episode_limit=self.max_t)
+            try:
+                actor = start_or_fall_back(process)
+            except BaseException:  # a stop (Ctrl-C) while the child starts: it does not outlive the run
+                process.close()
+                raise
+        if actor is not None:
+            self.actor_startup_s = actor.startup_s
         runner = EpisodeRunner(self.env, self.acting_agent, device=self.device, episode_limit=self.max_t)
-        collector = OverlappedCollector.start(self.acting_agent, self.acting_generator, runner=runner,
-                                              config_dict=self.config.to_dict(), device=str(self.device),
-                                              episode_limit=self.max_t, in_process=self.acting_in_process)
-        if collector.actor is not None:
-            self.actor_startup_s = collector.actor.startup_s
-        return collector
+        return OverlappedCollector(self.acting_agent, self.acting_generator, runner=runner, actor=actor)
 
     def _close_collector(self) -> None:
         collector, self._collector = getattr(self, "_collector", None), None
