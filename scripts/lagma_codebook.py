@@ -25,6 +25,7 @@ import torch
 from semzoo import make_env
 from semzoo.config import TrainConfig
 from semzoo.episodic.lagma import LAGMAMemory
+from semzoo.resolution import resolve
 
 
 def random_episodes(env_id: str, n: int, seed: int) -> list[np.ndarray]:
@@ -58,7 +59,7 @@ def main() -> None:
                         "configs); default: LAGMA's dense SMAC config")
     args = parser.parse_args()
 
-    c = TrainConfig(algo="lagma-qmix", env=args.env, preset=args.preset).lagma
+    c = resolve(TrainConfig(algo="lagma-qmix", env=args.env, preset=args.preset)).config.lagma
     episodes = random_episodes(args.env, args.episodes, args.seed)
     every_state = torch.from_numpy(np.concatenate(episodes))
     memory = LAGMAMemory(state_dim=every_state.shape[1], n_codes=c.lagma_n_codes, latent_dim=c.lagma_latent_dim,

@@ -3,8 +3,7 @@
 The public interface: configs, training, evaluation, and the registries that extend semzoo.
 
 Each name is imported on first use (PEP 562), so ``import semzoo`` and the analysis of finished runs
-(``semzoo.analysis``) load no torch; ``from semzoo import train`` imports the training stack. Only
-``semzoo.presets`` is imported at once: it installs the preset resolver that ``TrainConfig`` calls.
+(``semzoo.analysis``) load no torch; ``from semzoo import train`` imports the training stack.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from semzoo import presets as _presets  # noqa: F401  installs TrainConfig's preset resolver (no torch)
 from semzoo.version import __version__
 
 _HOMES = {
@@ -26,6 +24,7 @@ _HOMES = {
     "Memory": "semzoo.episodic.memory", "memory_names": "semzoo.episodic.memory",
     "register_memory": "semzoo.episodic.memory",
     "Mixer": "semzoo.mixers.base", "register_mixer": "semzoo.mixers.registry",
+    "ResolvedRun": "semzoo.resolution", "resolve": "semzoo.resolution",
     "absolute_metric": "semzoo.run.evaluation", "evaluate_run": "semzoo.run.evaluation",
     "resume_seeds": "semzoo.run.multi", "train_seeds": "semzoo.run.multi",
     "Trainer": "semzoo.run.trainer", "resume": "semzoo.run.trainer", "train": "semzoo.run.trainer",
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
     from semzoo.episodic.memory import Memory, memory_names, register_memory
     from semzoo.mixers.base import Mixer
     from semzoo.mixers.registry import register_mixer
+    from semzoo.resolution import ResolvedRun, resolve
     from semzoo.run.evaluation import absolute_metric, evaluate_run
     from semzoo.run.multi import resume_seeds, train_seeds
     from semzoo.run.trainer import Trainer, resume, train
@@ -73,7 +73,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "AgentConfig", "Algorithm", "CuriosityConfig", "EMCConfig", "EMUConfig", "ExplorationConfig", "LAGMAConfig", "LearnerConfig",
     "Memory", "MemoryConfig", "Mixer", "MixerConfig",
-    "Policy", "TrainConfig", "Trainer", "__version__", "absolute_metric", "algorithm_ids", "evaluate_run", "load_policy", "make_env",
-    "memory_names", "register_algorithm", "register_env", "register_memory", "register_mixer", "resume", "resume_seeds",
+    "Policy", "ResolvedRun", "TrainConfig", "Trainer", "__version__", "absolute_metric", "algorithm_ids", "evaluate_run", "load_policy", "make_env",
+    "memory_names", "register_algorithm", "register_env", "register_memory", "register_mixer", "resolve", "resume", "resume_seeds",
     "train", "train_seeds",
 ]

@@ -11,9 +11,9 @@ any other registered with ``semzoo.register_memory``, see semzoo.episodic.memory
 Every mixer registered with ``semzoo.register_mixer(name)`` is a row of its own (trained by the
 plain ``QLearner``), so ``name`` and ``<memory>-name`` for every memory train without further code.
 ``register_algorithm`` adds a row with its own learner (a subclass of ``QLearner`` that overrides
-its hooks). The CLI, ``train()`` (``TrainConfig`` knows no table), sweeps, ``semzoo algos`` and the matrix-game
-script all read this table; user code reaches it from the CLI through a plugin module
-(``semzoo.plugins``).
+its hooks). A run parses its id once (``semzoo.resolution.resolve``; ``TrainConfig`` knows no table) and ``build``
+makes its parts from that; ``semzoo algos`` and the matrix-game script list the table; user code reaches it from
+the CLI through a plugin module (``semzoo.plugins``).
 """
 
 from __future__ import annotations
@@ -172,15 +172,15 @@ def parse_algorithm(algo_id: str) -> AlgorithmId:
                      "semzoo.register_mixer or semzoo.register_memory)")
 
 
-def make_run_mixer(config: TrainConfig, env: Any) -> Mixer:
-    """The mixer of ``config.algo`` for ``env`` (anything with the env's sizes and, if declared, ``state_layout``).
+def make_run_mixer(config: TrainConfig, algo: AlgorithmId, env: Any) -> Mixer:
+    """The mixer of a resolved run (``semzoo.resolution``: ``config`` and its parsed id ``algo``) for ``env`` (anything
+    with the env's sizes and, if declared, ``state_layout``).
 
     A mixer that needs the per-unit state layout on an env that declares none is refused with one line naming
     the env (``MissingStateLayout``, a ValueError).
     """
     from semzoo.mixers.qplex import MissingStateLayout
 
-    algo = parse_algorithm(config.algo)
     try:
         return make_mixer(algo.mixer, n_agents=env.n_agents, state_dim=env.state_dim, n_actions=env.n_actions,
                           config=config.mixer, state_layout=getattr(env, "state_layout", None),
@@ -200,13 +200,13 @@ class RunParts:
     learner: QLearner
 
 
-def build(config: TrainConfig, env: VecCTDEEnv, device: torch.device) -> RunParts:
-    """Agent, mixer, episodic memory and learner of ``config.algo`` for ``env``, in that order (seeded RNG order)."""
+def build(config: TrainConfig, algo: AlgorithmId, env: VecCTDEEnv, device: torch.device) -> RunParts:
+    """Agent, mixer, episodic memory and learner of a resolved run (``semzoo.resolution``: ``config`` and its parsed id
+    ``algo``) for ``env``, in that order (seeded RNG order)."""
     from semzoo.agents.rnn import RNNAgent
 
-    algo = parse_algorithm(config.algo)
     agent = RNNAgent.for_env(env, config.agent).to(device)
-    mixer = make_run_mixer(config, env).to(device)
+    mixer = make_run_mixer(config, algo, env).to(device)
     memory = None
     if algo.has_memory:
         memory = make_memory(algo.memory, config, state_dim=env.state_dim, n_agents=env.n_agents,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,15 +34,6 @@ from semzoo.settings import ranged as ranged
 
 DEVICE_PATTERN = re.compile(r"auto|cpu|mps|cuda(:\d+)?")
 """Device names a config accepts; whether the machine has that device is checked when a run starts."""
-_preset_resolver: Callable[[TrainConfig], None] | None = None
-"""What fills a config's preset fields: ``semzoo.presets.apply_preset``, which installs itself when imported (and
-``semzoo/__init__`` imports it). The preset rules read the algorithm table, which lies above this module."""
-
-
-def install_preset_resolver(resolver: Callable[[TrainConfig], None]) -> None:
-    """Make ``resolver`` fill the preset fields of every TrainConfig built from now on (``semzoo.presets``)."""
-    global _preset_resolver
-    _preset_resolver = resolver
 
 
 MAX_MEMORY_CAPACITY = 10**12
@@ -330,7 +321,8 @@ class ExplorationConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
-    """Everything a run needs; stored resolved as config.json in the run directory."""
+    """Everything a run needs, as asked for. ``semzoo.resolution.resolve`` applies its runtime and preset (the rules
+    read the algorithm table, above this module); config.json stores the resolved config."""
 
     env: str = "smax:3m"
     """Environment id: matrix:<game>, smax:<map>, smac:<map> or pz:<module>:<factory>."""
@@ -427,9 +419,6 @@ class TrainConfig:
         if unknown:
             raise ValueError(f"pinned names {unknown}, which are not config keys: expected keys such as 'n_envs' or "
                              "'learner.lr' (`semzoo sweep --set` names them the same way)")
-        if self.preset != "none" or self.runtime != "pymarl":
-            assert _preset_resolver is not None, "semzoo.presets installs it when imported (semzoo/__init__.py)"
-            _preset_resolver(self)
         if not DEVICE_PATTERN.fullmatch(self.device):
             raise ValueError(f"device={self.device!r}: expected 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'; "
                              "'auto' picks a GPU when one is present")

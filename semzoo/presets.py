@@ -4,14 +4,13 @@ sparse rewards), each by one name.
 
 A runtime names the fields it sets (``RUNTIMES``). A preset is a list of rules; each names the algorithm ids it
 applies to and the config fields it sets, with the authors' file that says so. For an id, the runtime's fields
-and those of every matching rule are merged (a later rule wins), and ``TrainConfig`` fills those of its fields
-that are left at their defaults and not pinned; a field given another value, or given on the command line
+and those of every matching rule are merged (a later rule wins), and resolving a run fills those of its config's
+fields that are left at their defaults and not pinned; a field given another value, or given on the command line
 (``TrainConfig.pinned``), keeps it. The authors of QPLEX and EMC ran PyMARL's episode runner with SMAC's terminal
 time limits, which is the default runtime, so ``authors-smac`` runs in their runtime unless told otherwise. The
 run directory's config.json holds the preset's name and the fields it resolved to, so a resumed run
-reads the same setup. ``semzoo algos`` prints every rule. ``TrainConfig`` reaches ``apply_preset`` through the
-resolver this module installs in ``semzoo.config`` when imported (``semzoo/__init__`` imports it): the config is the
-ground floor and imports nothing of semzoo, while the rules read the algorithm table.
+reads the same setup. ``semzoo algos`` prints every rule. ``semzoo.resolution.resolve`` applies them (``apply_preset``)
+when a run is built: the config stands below the algorithm table, which the rules read.
 
     authors-smac, <memory->qplex   Qatten transformation, linear lambda heads, 2 updates/episode, target every
                                    100 episodes (200 updates), 100 episodes of burn-in  (wjh720/QPLEX); refused
@@ -29,8 +28,6 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from semzoo.config import install_preset_resolver
 
 if TYPE_CHECKING:
     from semzoo.algos import AlgorithmId
@@ -124,16 +121,22 @@ RUNTIME_SOURCE = ("oxwhirl/pymarl src/config/default.yaml (runner episode, batch
                   "src/learners/q_learner.py; oxwhirl/smac starcraft2.py (continuing_episode False)")
 
 
-def preset_fields(preset: str, algo_id: str, env: str = "") -> dict[str, Any]:
-    """The fields ``preset`` sets for ``algo_id`` on ``env`` (``section.field`` -> value); empty for 'none' or no
-    matching rule. A rule's values for the env's map (``PresetRule.per_map``) replace its general ones."""
+def _parsed(algo: str | AlgorithmId) -> AlgorithmId:
+    """``algo`` as the algorithm table reads it (an id already parsed is returned as it is)."""
+    from semzoo.algos import AlgorithmId, parse_algorithm
+
+    return algo if isinstance(algo, AlgorithmId) else parse_algorithm(algo)
+
+
+def preset_fields(preset: str, algo: str | AlgorithmId, env: str = "") -> dict[str, Any]:
+    """The fields ``preset`` sets for the algorithm ``algo`` (an id, or parsed) on ``env`` (``section.field`` ->
+    value); empty for 'none' or no matching rule. A rule's values for the env's map (``PresetRule.per_map``) replace
+    its general ones."""
     if preset == NO_PRESET:
         return {}
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}: expected one of {', '.join([NO_PRESET, *PRESETS])}")
-    from semzoo.algos import parse_algorithm
-
-    algo = parse_algorithm(algo_id)
+    algo = _parsed(algo)
     map_name = _map_name(env)
     fields: dict[str, Any] = {}
     for rule in PRESETS[preset]:
@@ -149,43 +152,40 @@ def _map_name(env: str) -> str:
     return map_name if family in ("smax", "smac") else ""
 
 
-def check_preset_map(preset: str, algo_id: str, env: str) -> None:
-    """ValueError (one line) when ``preset`` would give ``algo_id`` on ``env`` a setup its authors did not run there:
-    a map where they used options semzoo does not build (``PresetRule.unbuilt``)."""
+def check_preset_map(preset: str, algo: str | AlgorithmId, env: str) -> None:
+    """ValueError (one line) when ``preset`` would give the algorithm ``algo`` on ``env`` a setup its authors did not
+    run there: a map where they used options semzoo does not build (``PresetRule.unbuilt``)."""
     if preset == NO_PRESET or preset not in PRESETS:
         return
     map_name = _map_name(env)
     if not map_name:
         return
-    from semzoo.algos import parse_algorithm
-
-    algo = parse_algorithm(algo_id)
+    algo = _parsed(algo)
     for rule in PRESETS[preset]:
         if map_name in rule.unbuilt and rule.matches(algo):
-            raise ValueError(f"--preset {preset} with {algo_id} on {env}: on {map_name} {rule.unbuilt[map_name]} "
+            raise ValueError(f"--preset {preset} with {algo.id} on {env}: on {map_name} {rule.unbuilt[map_name]} "
                              f"({rule.unbuilt_source}); drop --preset for semzoo's defaults there, or run the preset "
                              "on another map")
 
 
-def unused_preset(config: TrainConfig) -> str | None:
-    """The line that says ``config.preset`` sets nothing for ``config.algo`` (None when it sets something, or is
-    'none'): such a run takes the defaults, which a user who asked for the authors' setup should hear."""
-    if config.preset == NO_PRESET or preset_fields(config.preset, config.algo, config.env):
+def unused_preset(config: TrainConfig, algo: AlgorithmId | None = None) -> str | None:
+    """The line that says ``config.preset`` sets nothing for ``config.algo`` (parsed as ``algo`` where given; None
+    when it sets something, or is 'none'): such a run takes the defaults, which a user who asked for the authors'
+    setup should hear."""
+    if config.preset == NO_PRESET or preset_fields(config.preset, algo or config.algo, config.env):
         return None
     applies = "; ".join(rule.applies_to for rule in PRESETS[config.preset])
     return (f"--preset {config.preset} sets nothing for {config.algo} (it sets {applies}): the run takes the "
             "defaults, PyMARL's setup")
 
 
-def preset_reward_mismatch(config: TrainConfig) -> str | None:
+def preset_reward_mismatch(config: TrainConfig, algo: AlgorithmId | None = None) -> str | None:
     """The line that says ``config.env`` does not pay the reward ``config.preset`` was made for (LAGMA's sparse setup
     on SMAX's dense reward), None when it does or the preset sets nothing for the algorithm: such a run is not the
     authors' setup, which a user who asked for it should hear at the start."""
     if config.preset == NO_PRESET or config.preset not in PRESETS:
         return None
-    from semzoo.algos import parse_algorithm
-
-    algo = parse_algorithm(config.algo)
+    algo = _parsed(algo or config.algo)
     family = config.env.partition(":")[0]
     for rule in PRESETS[config.preset]:
         if not rule.reward or not rule.matches(algo):
@@ -212,18 +212,22 @@ def runtime_fields(runtime: str) -> dict[str, Any]:
     return dict(RUNTIMES[runtime])
 
 
-def resolved_fields(config: TrainConfig) -> dict[str, Any]:
-    """What the runtime and then the preset set for ``config`` (the preset wins where both name a field)."""
-    return {**runtime_fields(config.runtime), **preset_fields(config.preset, config.algo, config.env)}
+def resolved_fields(config: TrainConfig, algo: AlgorithmId | None = None) -> dict[str, Any]:
+    """What the runtime and then the preset set for ``config`` (the preset wins where both name a field); ``algo`` is
+    ``config.algo`` parsed, where the caller has it."""
+    return {**runtime_fields(config.runtime), **preset_fields(config.preset, algo or config.algo, config.env)}
 
 
-def apply_preset(config: TrainConfig) -> None:
-    """Fill the fields that ``config.runtime`` and ``config.preset`` (for ``config.algo``) set, where they are left
-    at their defaults and not in ``config.pinned`` (in place, from ``TrainConfig.__post_init__``: the config is
-    frozen). Applying it again changes nothing, so a config rebuilt from its own dict stays as it was. A map the preset
+def apply_preset(config: TrainConfig, algo: AlgorithmId | None = None) -> TrainConfig:
+    """``config`` with the fields that ``config.runtime`` and ``config.preset`` set (for ``config.algo``, parsed as
+    ``algo`` where given) filled in, where they are left at their defaults and not in ``config.pinned``; a field given
+    another value keeps it. Applying it again changes nothing, so a stored config resolves to itself. A map the preset
     refuses for the algorithm (``check_preset_map``) is a ValueError."""
-    check_preset_map(config.preset, config.algo, config.env)
-    for key, value in resolved_fields(config).items():
+    algo = _parsed(algo or config.algo)
+    check_preset_map(config.preset, algo, config.env)
+    top: dict[str, Any] = {}
+    sections: dict[str, dict[str, Any]] = {}
+    for key, value in resolved_fields(config, algo).items():
         if key in config.pinned:
             continue
         section_name, _, name = key.rpartition(".")
@@ -231,13 +235,12 @@ def apply_preset(config: TrainConfig) -> None:
         default = next(f.default for f in dataclasses.fields(owner) if f.name == name)
         if getattr(owner, name) != default or value == default:
             continue
-        if section_name:
-            object.__setattr__(config, section_name, dataclasses.replace(owner, **{name: value}))
-        else:
-            object.__setattr__(config, name, value)
-
-
-install_preset_resolver(apply_preset)  # TrainConfig.__post_init__ calls it; config.py imports nothing of semzoo
+        (sections.setdefault(section_name, {}) if section_name else top)[name] = value
+    if not top and not sections:
+        return config
+    for section_name, changes in sections.items():
+        top[section_name] = dataclasses.replace(getattr(config, section_name), **changes)
+    return dataclasses.replace(config, **top)
 
 
 def describe_presets() -> list[str]:

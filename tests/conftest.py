@@ -7,9 +7,13 @@ import re
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
+
+from semzoo.config import TrainConfig
+from semzoo.resolution import resolve
 
 torch.set_num_threads(1)  # tests run in parallel on 2 cores; one thread each avoids oversubscription
 
@@ -19,6 +23,12 @@ PLAN_LINE = re.compile(r"^(sweep: trial \S+ \S+: )?memory plan: \(replay buffer 
 
 PROGRESS_LINE = re.compile(r"^\[train( x\d+)?\] ")
 """A progress line of a run (``[train] 1/100 steps ...``): a run that fails in its first update has printed one."""
+
+
+def resolved_config(**fields: Any) -> TrainConfig:
+    """``TrainConfig(**fields)`` as a run resolves it (``semzoo.resolution``: its runtime and preset applied), which is
+    what a run's config.json stores."""
+    return resolve(TrainConfig(**fields)).config
 
 
 def error_lines(text: str) -> list[str]:

@@ -160,7 +160,9 @@ def captured_config(monkeypatch, tmp_path):
     configs = []
 
     def fake_train(config, **kwargs):
-        configs.append(config)
+        from semzoo.resolution import resolve
+
+        configs.append(resolve(config).config)  # the CLI hands over the run resolved
         return tmp_path, {"test_return_mean": 0.0}
 
     monkeypatch.setattr(semzoo.run.trainer, "train", fake_train)

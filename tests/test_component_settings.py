@@ -16,11 +16,12 @@ import torch
 from conftest import plugin_process_env
 from typer.testing import CliRunner
 
-from semzoo.algos import make_run_mixer
+from semzoo.algos import make_run_mixer, parse_algorithm
 from semzoo.cli import app
 from semzoo.config import NON_NEGATIVE, TrainConfig, component_fields, ranged, register_settings
 from semzoo.episodic.memory import memory_class
 from semzoo.plugins import PLUGINS_ENV
+from semzoo.resolution import resolve
 from semzoo.runfiles import read_run_config as load_config
 from semzoo.runfiles import run_variant
 
@@ -79,11 +80,11 @@ def test_a_user_mixer_with_a_setting_of_its_own_trains_through_the_cli_with_it(t
     assert done.returncode == 0, done.stderr
     config = load_config(tmp_path / "matrix_two_step_sem-scaled_seed0")
     assert config.to_dict()["scaled"] == {"scale": 0.5} and "scaled.scale" in config.pinned
-    mixer = make_run_mixer(config, SimpleNamespace(n_agents=2, state_dim=4, n_actions=3))
+    mixer = make_run_mixer(config, resolve(config).algo, SimpleNamespace(n_agents=2, state_dim=4, n_actions=3))
     assert isinstance(mixer, scaled_mixer_plugin.ScaledVDN) and mixer.scale == 0.5
     qs = torch.ones(1, 1, 2)
     assert mixer(qs, torch.zeros(1, 1, 4)).item() == 1.0  # 0.5 * (1 + 1)
-    assert make_run_mixer(TrainConfig(algo="scaled"), SimpleNamespace(n_agents=2, state_dim=4, n_actions=3)).scale == 1
+    assert make_run_mixer(TrainConfig(algo="scaled"), parse_algorithm("scaled"), SimpleNamespace(n_agents=2, state_dim=4, n_actions=3)).scale == 1
 
 
 def test_the_docs_count_one_file_for_a_plugin_memory_or_mixer_with_settings():

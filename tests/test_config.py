@@ -26,6 +26,7 @@ from semzoo.config import (
     field_docs,
 )
 from semzoo.presets import RUNTIMES
+from semzoo.resolution import resolve
 
 FIELDS = config_fields()
 NUMERIC = [f for f in FIELDS if f.type in (int, float) or f.type == int | None]
@@ -91,8 +92,9 @@ def test_a_value_below_the_range_names_the_field_and_the_default(f):
 def test_every_field_round_trips_through_to_dict_with_a_non_default_value(f):
     value = non_default_value(f)
     assert value != f.default
-    config = TrainConfig.from_dict(with_value(f.key, value))
+    config = resolve(TrainConfig.from_dict(with_value(f.key, value))).config
     assert TrainConfig.from_dict(config.to_dict()) == config
+    assert resolve(TrainConfig.from_dict(config.to_dict())).config == config  # a stored config resolves to itself
     expected = with_value(f.key, value)
     if f.key == "runtime":  # a runtime sets its fields too
         for key, set_value in RUNTIMES[value].items():

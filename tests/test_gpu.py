@@ -23,6 +23,7 @@ from semzoo.agents.rnn import RNNAgent
 from semzoo.agents.selection import epsilon_greedy
 from semzoo.config import LearnerConfig
 from semzoo.replay.buffer import EpisodeReplayBuffer
+from semzoo.resolution import resolve
 from semzoo.run import memory_plan
 from semzoo.run.checkpoint import CheckpointManager
 from semzoo.run.device import share_gpu_with_jax
@@ -267,7 +268,7 @@ def test_a_group_keeps_each_runs_replay_buffer_on_the_gpu(tmp_path):
 @needs_gpu
 def test_the_memory_plan_counts_a_gpu_replay_buffer_on_the_gpu():
     config = TrainConfig(env="matrix:two_step", algo="sem-qmix", steps=200, device="cuda", learner=ON_RUN)
-    the_plan, _, device_available = memory_plan.check(config, memory_plan.env_sizes(config))
+    the_plan, _, device_available = memory_plan.check(resolve(config), memory_plan.env_sizes(config))
     assert the_plan.replay_on_device and the_plan.replay_device == "cuda" and device_available is not None
     assert device_available > 0 and " worst on cuda of " in the_plan.line(None, device_available)
 

@@ -28,6 +28,7 @@ from semzoo.config import LAGMAConfig, LearnerConfig, TrainConfig
 from semzoo.episodic.lagma import LAGMAMemory
 from semzoo.episodic.memory import MemoryDoesNotFitEnv, memory_class
 from semzoo.learners.q_learner import QLearner
+from semzoo.resolution import resolve
 from semzoo.run import memory_plan
 from semzoo.run.rundir import logged_steps, run_finished
 from semzoo.runfiles import read_metrics
@@ -467,7 +468,7 @@ def test_a_filled_memory_holds_no_more_than_planned():
                                                               lagma_top_k=2))
     planned = LAGMAMemory.planned_nbytes(config, state_dim=3, n_agents=2, n_actions=3, obs_dim=4)
     assert 0 < memory.nbytes <= planned
-    assert memory_plan.table_bytes(sizes(state_dim=3), config)[0] == planned
+    assert memory_plan.table_bytes(sizes(state_dim=3), resolve(config))[0] == planned
 
 
 def test_state_dict_restores_a_memory_that_then_answers_and_trains_alike():
@@ -498,7 +499,7 @@ def test_a_latent_size_above_the_state_size_is_refused_where_the_state_size_is_k
     config = TrainConfig(env="matrix:two_step", algo="lagma-qmix", lagma=LAGMAConfig(lagma_latent_dim=5))
     with pytest.raises(MemoryDoesNotFitEnv, match=r"^lagma_latent_dim=5: expected an integer in \[1, 4\], the state size "
                                                   r"of matrix:two_step \(LAGMA uses 8\); lower --lagma-latent-dim$"):
-        memory_plan.table_bytes(sizes(state_dim=4), config)
+        memory_plan.table_bytes(sizes(state_dim=4), resolve(config))
     with pytest.raises(MemoryDoesNotFitEnv):
         LAGMAMemory.from_config(config, state_dim=4, n_agents=2, n_actions=2, obs_dim=3)
 

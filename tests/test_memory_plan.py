@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 import torch
@@ -13,8 +14,15 @@ from typer.testing import CliRunner
 from semzoo.cli import app
 from semzoo.config import LearnerConfig, TrainConfig
 from semzoo.replay.buffer import EpisodeReplayBuffer, packed_nbytes
+from semzoo.resolution import resolve
 from semzoo.run import memory_plan
-from semzoo.run.memory_plan import MEMORY_MARGIN, EnvSizes, plan
+from semzoo.run.memory_plan import MEMORY_MARGIN, EnvSizes, MemoryPlan
+
+
+def plan(config: TrainConfig, sizes: EnvSizes, **kwargs: Any) -> MemoryPlan:
+    """The memory plan of ``config`` resolved (``semzoo.resolution``), as a run builds it."""
+    return memory_plan.plan(resolve(config), sizes, **kwargs)
+
 
 runner = CliRunner()
 SMAX_27M = EnvSizes(n_agents=27, obs_dim=738, state_dim=684, n_actions=36, episode_limit=100)
@@ -129,12 +137,12 @@ def test_a_seeds_group_that_fits_says_it_is_building_its_runs(tmp_path):
 @pytest.mark.parametrize("available", [None, 10**15])
 def test_no_refusal_when_memory_is_unknown_or_ample(available):
     config = TrainConfig(env="smax:27m_vs_30m", algo="qmix", steps=500_000)
-    assert memory_plan.refusal(config, SMAX_27M, plan(config, SMAX_27M), available) is None
+    assert memory_plan.refusal(resolve(config), SMAX_27M, plan(resolve(config), SMAX_27M), available) is None
 
 
 def test_the_refusal_of_a_big_map_names_a_buffer_size_that_fits():
     config = TrainConfig(env="smax:27m_vs_30m", algo="qmix", steps=500_000)
-    reason = memory_plan.refusal(config, SMAX_27M, plan(config, SMAX_27M), 24 * 10**9)
+    reason = memory_plan.refusal(resolve(config), SMAX_27M, plan(resolve(config), SMAX_27M), 24 * 10**9)
     assert reason is not None and "--buffer-size " in reason
     size = int(reason.split("--buffer-size ")[1].split(";")[0])
     smaller = TrainConfig(env="smax:27m_vs_30m", algo="qmix", steps=500_000, learner=LearnerConfig(buffer_size=size))
@@ -194,9 +202,9 @@ def test_a_replay_buffer_on_the_gpu_is_counted_against_the_gpu_not_the_host():
 
 def test_a_replay_buffer_too_big_for_the_gpu_is_refused_with_the_host_among_the_options():
     on_gpu = plan(ON_GPU, SMAX_27M, device=CUDA)
-    assert memory_plan.refusal(ON_GPU, SMAX_27M, on_gpu, 500 * 10**9, None) is None  # the GPU's memory unknown
-    assert memory_plan.refusal(ON_GPU, SMAX_27M, on_gpu, 500 * 10**9, 500 * 10**9) is None
-    reason = memory_plan.refusal(ON_GPU, SMAX_27M, on_gpu, 500 * 10**9, 24 * 10**9)
+    assert memory_plan.refusal(resolve(ON_GPU), SMAX_27M, on_gpu, 500 * 10**9, None) is None  # the GPU's memory unknown
+    assert memory_plan.refusal(resolve(ON_GPU), SMAX_27M, on_gpu, 500 * 10**9, 500 * 10**9) is None
+    reason = memory_plan.refusal(resolve(ON_GPU), SMAX_27M, on_gpu, 500 * 10**9, 24 * 10**9)
     assert reason is not None and reason.startswith("memory plan: smax:27m_vs_30m qmix for 500,000 steps needs up to")
     assert f"{memory_plan.gb(on_gpu.replay_worst)} per run on cuda (replay buffer on cuda worst case" in reason
     assert f"plus {memory_plan.gb(on_gpu.device_copy_worst)} at a time for the replay buffer's copy of a field" in reason
@@ -213,8 +221,8 @@ def test_check_measures_a_gpu_buffer_against_the_gpu_memory(monkeypatch):
     fake_memory(monkeypatch, 500 * 10**9)
     monkeypatch.setattr(memory_plan, "device_memory", lambda device: 1000)
     with pytest.raises(memory_plan.MemoryPlanRefused, match=r"per run on cuda .* but cuda has 0.001 MB available"):
-        memory_plan.check(config, sizes, device=CUDA)
-    the_plan, available, device_available = memory_plan.check(config, sizes, device=torch.device("cpu"))
+        memory_plan.check(resolve(config), sizes, device=CUDA)
+    the_plan, available, device_available = memory_plan.check(resolve(config), sizes, device=torch.device("cpu"))
     assert the_plan.replay_device == "host" and available == 500 * 10**9 and device_available is None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import NO_ACTOR, NO_ACTOR_FLAGS, error_lines
+from conftest import NO_ACTOR, NO_ACTOR_FLAGS, error_lines, resolved_config
 from typer.testing import CliRunner
 
 from semzoo.cli import app
@@ -20,7 +20,7 @@ QPLEX_SMAC = {"qplex_transformation": "qatten", "qplex_lambda_layers": 1, "qplex
 
 @pytest.mark.parametrize("algo", ["qplex", "sem-qplex", "saem-qplex"])
 def test_authors_smac_preset_gives_qplex_and_its_memory_variants_the_qplex_papers_setup(algo):
-    config = TrainConfig(env="smax:3s5z", algo=algo, preset="authors-smac")
+    config = resolved_config(env="smax:3s5z", algo=algo, preset="authors-smac")
     assert {k: getattr(config.mixer, k) for k in QPLEX_SMAC} == QPLEX_SMAC
     learner = config.learner
     assert (learner.updates_per_episode, learner.target_update_episodes, learner.learn_start_episodes) == (2.0, 100, 100)
@@ -28,22 +28,22 @@ def test_authors_smac_preset_gives_qplex_and_its_memory_variants_the_qplex_paper
 
 
 def test_authors_smac_preset_gives_emc_two_updates_per_episode_and_its_own_burn_in():
-    emc_qmix = TrainConfig(algo="emc-qmix", preset="authors-smac")
+    emc_qmix = resolved_config(algo="emc-qmix", preset="authors-smac")
     assert (emc_qmix.learner.updates_per_episode, emc_qmix.learner.target_update_episodes) == (2.0, 100)
     assert emc_qmix.learner.learn_start_episodes is None and emc_qmix.mixer == MixerConfig()
-    emc_qplex = TrainConfig(algo="emc-qplex", preset="authors-smac")  # EMC's SMAC base: QPLEX-Qatten, burn-in 32
+    emc_qplex = resolved_config(algo="emc-qplex", preset="authors-smac")  # EMC's SMAC base: QPLEX-Qatten, burn-in 32
     assert emc_qplex.mixer.qplex_transformation == "qatten" and emc_qplex.learner.learn_start_episodes is None
 
 
 @pytest.mark.parametrize("algo", ["qmix", "sem-qmix", "vdn", "cw-qmix", "sem-ow-qmix", "emu-qmix"])
 def test_authors_smac_preset_leaves_the_other_baselines_at_the_defaults(algo):
     assert preset_fields("authors-smac", algo) == {}
-    assert TrainConfig(algo=algo, preset="authors-smac").to_dict() == {**TrainConfig(algo=algo).to_dict(),
+    assert resolved_config(algo=algo, preset="authors-smac").to_dict() == {**TrainConfig(algo=algo).to_dict(),
                                                                        "preset": "authors-smac"}
 
 
 def test_a_field_given_another_value_keeps_it_under_the_preset():
-    config = TrainConfig(algo="qplex", preset="authors-smac", learner=LearnerConfig(updates_per_episode=3.0))
+    config = resolved_config(algo="qplex", preset="authors-smac", learner=LearnerConfig(updates_per_episode=3.0))
     assert config.learner.updates_per_episode == 3.0 and config.learner.learn_start_episodes == 100
 
 
@@ -129,11 +129,11 @@ def test_run_config_records_the_preset_and_what_it_set(tmp_path):
 @pytest.mark.parametrize("algo", ["qplex", "sem-qplex"])
 def test_authors_smac_qplex_refuses_the_maps_where_its_authors_used_options_semzoo_lacks(env, options, algo):
     with pytest.raises(ValueError, match=r"^--preset authors-smac") as refused:
-        TrainConfig(env=env, algo=algo, preset="authors-smac")
+        resolved_config(env=env, algo=algo, preset="authors-smac")
     message = str(refused.value)
     assert "\n" not in message and options in message and env in message
     TrainConfig(env=env, algo=algo)  # without the preset: the default QPLEX
-    TrainConfig(env=env, algo="qmix", preset="authors-smac")  # the preset sets nothing for QMIX
+    resolved_config(env=env, algo="qmix", preset="authors-smac")  # the preset sets nothing for QMIX
 
 
 def test_train_refuses_them_as_a_usage_error_in_one_line(tmp_path):
@@ -150,14 +150,14 @@ LAGMA_SPARSE = {"lagma_n_codes": 256, "lagma_vq_coef": 2.0, "lagma_commit_coef":
 
 @pytest.mark.parametrize("env", ["smax:3m", "smax:2s3z", "smac:3m"])
 def test_authors_sparse_gives_lagma_its_sparse_config_of_3m_and_2s3z(env):
-    config = TrainConfig(env=env, algo="lagma-qmix", preset="authors-sparse")
+    config = resolved_config(env=env, algo="lagma-qmix", preset="authors-sparse")
     assert {k: getattr(config.lagma, k) for k in LAGMA_SPARSE} == LAGMA_SPARSE
     assert config.exploration.epsilon_anneal_steps == 50_000 and config.lagma.lagma_top_k == 30
     assert TrainConfig.from_dict(config.to_dict()) == config
 
 
 def test_authors_sparse_takes_2m_vs_1z_intervals_and_epsilon_from_its_own_file():
-    config = TrainConfig(env="smax:2m_vs_1z", algo="lagma-vdn", preset="authors-sparse")
+    config = resolved_config(env="smax:2m_vs_1z", algo="lagma-vdn", preset="authors-sparse")
     assert (config.lagma.lagma_vqvae_interval, config.lagma.lagma_codebook_interval) == (10, 20)
     assert config.lagma.lagma_n_codes == 256 and config.exploration.epsilon_anneal_steps == 500_000
 
@@ -165,18 +165,18 @@ def test_authors_sparse_takes_2m_vs_1z_intervals_and_epsilon_from_its_own_file()
 @pytest.mark.parametrize("algo", ["qmix", "sem-qmix", "emu-qmix", "emc-qmix", "mc-qmix"])
 def test_authors_sparse_sets_nothing_for_ids_whose_authors_have_no_sparse_config(algo):
     assert preset_fields("authors-sparse", algo, "smax:3m") == {}
-    config = TrainConfig(env="smax:3m", algo=algo, preset="authors-sparse")
+    config = resolved_config(env="smax:3m", algo=algo, preset="authors-sparse")
     assert unused_preset(config) is not None and "lagma-<base>" in unused_preset(config)
 
 
 def test_authors_sparse_keeps_a_typed_interval_and_refuses_8m_whose_file_does_not_say():
-    typed = TrainConfig(env="smax:3m", algo="lagma-qmix", preset="authors-sparse",
+    typed = resolved_config(env="smax:3m", algo="lagma-qmix", preset="authors-sparse",
                         lagma=LAGMAConfig(lagma_vqvae_interval=10), pinned=("lagma.lagma_vqvae_interval",))
     assert typed.lagma.lagma_vqvae_interval == 10 and typed.lagma.lagma_codebook_interval == 10
     with pytest.raises(ValueError, match=r"^--preset authors-sparse with lagma-qmix on smax:8m") as refused:
-        TrainConfig(env="smax:8m", algo="lagma-qmix", preset="authors-sparse")
+        resolved_config(env="smax:8m", algo="lagma-qmix", preset="authors-sparse")
     assert "merge conflict" in str(refused.value) and "lagma_sc2_sparse_8m.yaml" in str(refused.value)
-    TrainConfig(env="smax:8m", algo="qmix", preset="authors-sparse")  # it sets nothing for QMIX there
+    resolved_config(env="smax:8m", algo="qmix", preset="authors-sparse")  # it sets nothing for QMIX there
 
 
 def test_train_runs_lagma_with_the_sparse_preset_and_records_it(tmp_path):
@@ -194,13 +194,13 @@ def test_train_runs_lagma_with_the_sparse_preset_and_records_it(tmp_path):
 def test_lagmas_sparse_preset_on_the_dense_reward_says_so_in_one_line():
     from semzoo.presets import preset_reward_mismatch
 
-    dense = TrainConfig(env="smax:3m", algo="lagma-qmix", preset="authors-sparse")
+    dense = resolved_config(env="smax:3m", algo="lagma-qmix", preset="authors-sparse")
     assert preset_reward_mismatch(dense) == (
         "--preset authors-sparse is made for LAGMA's sparse SMAC reward (aailabkaist/LAGMA config/envs/sc2_sparse.yaml); "
         "smax:3m runs on reward=dense: add --env-arg reward=deaths for the reward it was made for")
-    assert preset_reward_mismatch(TrainConfig(env="smax:3m", algo="lagma-qmix", preset="authors-sparse",
+    assert preset_reward_mismatch(resolved_config(env="smax:3m", algo="lagma-qmix", preset="authors-sparse",
                                               env_args={"reward": "deaths"})) is None
-    assert preset_reward_mismatch(TrainConfig(env="smax:3m", algo="qmix", preset="authors-sparse")) is None
+    assert preset_reward_mismatch(resolved_config(env="smax:3m", algo="qmix", preset="authors-sparse")) is None
 
 
 def test_a_run_of_the_sparse_preset_on_another_reward_says_so_when_it_starts(tmp_path):

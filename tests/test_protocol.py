@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 pytest.importorskip("rliable")
 pytest.importorskip("matplotlib")
 
+from conftest import resolved_config
+
 from semzoo.analysis.marl_eval import MARL_EVAL_FILE
 from semzoo.analysis.memory_use import derived_merge_rate, memory_use
 from semzoo.analysis.pairing import memory_pairs
@@ -43,8 +45,8 @@ RETURN_SCALE = 20.0
 
 def write_run(root, env, algo, seed, win_rate_by_step, preset="none", env_args=None, name=None):
     """A run directory with config.json and metrics.csv: test_win_rate and test_return_mean at each step."""
-    config = TrainConfig(env=env, algo=algo, seed=seed, steps=max(win_rate_by_step), test_interval=TEST_INTERVAL,
-                         preset=preset, env_args=env_args or {})
+    config = resolved_config(env=env, algo=algo, seed=seed, steps=max(win_rate_by_step), test_interval=TEST_INTERVAL,
+                             preset=preset, env_args=env_args or {})  # as a run stores it
     name = name or f"{env.replace(':', '_')}_{algo}{'' if preset == 'none' else '_' + preset}"
     run_dir = root / f"{name}_seed{seed}"
     run_dir.mkdir(parents=True)

@@ -213,7 +213,7 @@ def test_weighted_qmix_ids_build_the_monotonic_qmix_mixer_and_the_wqmix_learner(
     config = TrainConfig(env="matrix:climbing", algo=name, n_envs=1)
     env = make_vec_env(config)
     try:
-        parts = algos.build(config, env, torch.device("cpu"))
+        parts = algos.build(config, algos.parse_algorithm(name), env, torch.device("cpu"))
     finally:
         env.close()
     assert type(parts.mixer) is QMixer

@@ -7,7 +7,7 @@ import json
 
 import pytest
 import torch
-from conftest import error_lines
+from conftest import error_lines, resolved_config
 from typer.testing import CliRunner
 
 from semzoo.cli import app
@@ -82,19 +82,19 @@ def stored_terminals(config: TrainConfig) -> torch.Tensor:
 def test_a_time_limit_is_stored_as_terminal_in_the_papers_runtime_and_bootstrapped_in_the_former():
     # the two-step game ends at its second step; a limit of one step truncates every episode there
     assert stored_terminals(TrainConfig(env="matrix:two_step", algo="qmix", episode_limit=1, device="cpu")).all()
-    former = TrainConfig(env="matrix:two_step", algo="qmix", episode_limit=1, device="cpu", runtime="semzoo-0.2")
+    former = resolved_config(env="matrix:two_step", algo="qmix", episode_limit=1, device="cpu", runtime="semzoo-0.2")
     assert not stored_terminals(former).any()
-    real_ends = TrainConfig(env="matrix:two_step", algo="qmix", device="cpu", runtime="semzoo-0.2")
+    real_ends = resolved_config(env="matrix:two_step", algo="qmix", device="cpu", runtime="semzoo-0.2")
     assert stored_terminals(real_ends).all()  # a real end is terminal in either runtime
 
 
 def test_a_runtime_sets_its_fields_and_a_pinned_field_keeps_its_value_even_at_the_default():
-    former = TrainConfig(runtime="semzoo-0.2")
+    former = resolved_config(runtime="semzoo-0.2")
     assert (former.n_envs, former.sequential, former.learner.timeout_as_terminal,
             former.learner.target_count) == (8, False, False, "collected")
-    assert TrainConfig(runtime="semzoo-0.2", n_envs=1, pinned=("n_envs",)).n_envs == 1
-    assert TrainConfig(runtime="semzoo-0.2", n_envs=1).n_envs == 8  # not pinned: the runtime fills a default
-    assert TrainConfig(runtime="pymarl").to_dict() == TrainConfig().to_dict() | {"runtime": "pymarl"}
+    assert resolved_config(runtime="semzoo-0.2", n_envs=1, pinned=("n_envs",)).n_envs == 1
+    assert resolved_config(runtime="semzoo-0.2", n_envs=1).n_envs == 8  # not pinned: the runtime fills a default
+    assert resolved_config(runtime="pymarl").to_dict() == TrainConfig().to_dict() | {"runtime": "pymarl"}
     for name, fields in RUNTIMES.items():  # each runtime names the same parts
         assert set(fields) == set(RUNTIMES["pymarl"]), name
 
@@ -155,7 +155,7 @@ def test_semzoo_algos_and_the_train_help_name_the_papers_runtime_and_what_it_set
 
 
 def test_a_stored_run_from_before_the_runtime_reads_as_the_former_runtime(tmp_path):
-    data = TrainConfig(runtime="semzoo-0.2", sequential=True, pinned=("sequential",)).to_dict()
+    data = resolved_config(runtime="semzoo-0.2", sequential=True, pinned=("sequential",)).to_dict()
     for key in ("runtime", "pinned"):
         del data[key]
     del data["learner"]["target_count"]
@@ -188,8 +188,8 @@ def test_the_metric_rows_log_how_many_episodes_a_time_limit_ended(tmp_path):
 def test_a_runtime_field_typed_back_to_the_default_names_the_run_apart_from_its_runtime():
     # the former runtime bootstraps at time limits; a run of it with --timeout-as-terminal (the paper runtime's value
     # and the field's default) is a setting of its own, not pooled with the former runtime's runs
-    former = TrainConfig(algo="qmix", runtime="semzoo-0.2", sequential=True, pinned=("sequential",))
-    terminal = TrainConfig(algo="qmix", runtime="semzoo-0.2", sequential=True,
+    former = resolved_config(algo="qmix", runtime="semzoo-0.2", sequential=True, pinned=("sequential",))
+    terminal = resolved_config(algo="qmix", runtime="semzoo-0.2", sequential=True,
                            learner=LearnerConfig(timeout_as_terminal=True),
                            pinned=("sequential", "learner.timeout_as_terminal"))
     bootstrap = TrainConfig(algo="qmix", learner=LearnerConfig(timeout_as_terminal=False),

@@ -8,7 +8,7 @@ import csv
 import json
 
 import pytest
-from conftest import NO_ACTOR
+from conftest import NO_ACTOR, resolved_config
 from typer.testing import CliRunner
 
 from semzoo.analysis.pairing import compared_pairs, memory_pairs, setting_pairs
@@ -52,9 +52,9 @@ def test_a_preset_labels_its_runs_by_its_name_and_they_pair_with_their_base_in_t
     """``--preset authors-smac`` sets eight QPLEX fields; a report names it once, and a field given another
     value than the preset's still shows. A preset that sets nothing for an algorithm (QMIX) names nothing."""
     configs = [TrainConfig(algo="qplex"), TrainConfig(algo="sem-qplex"),
-               TrainConfig(algo="qplex", preset="authors-smac"), TrainConfig(algo="sem-qplex", preset="authors-smac"),
-               TrainConfig(algo="qplex", preset="authors-smac", mixer=MixerConfig(qatten_heads=8)),
-               TrainConfig(algo="qmix", preset="authors-smac")]
+               resolved_config(algo="qplex", preset="authors-smac"), resolved_config(algo="sem-qplex", preset="authors-smac"),
+               resolved_config(algo="qplex", preset="authors-smac", mixer=MixerConfig(qatten_heads=8)),
+               resolved_config(algo="qmix", preset="authors-smac")]
     labels = run_labels(configs)
     assert labels == ["qplex", "sem-qplex", "qplex preset=authors-smac", "sem-qplex preset=authors-smac",
                       "qplex preset=authors-smac qatten_heads=8", "qmix"]

@@ -7,7 +7,7 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -36,6 +36,9 @@ from semzoo.cli.options import (
 )
 from semzoo.config import TrainConfig, apply_overrides
 
+if TYPE_CHECKING:
+    from semzoo.resolution import ResolvedRun
+
 
 def _console_progress(total: int, **kwargs: Any) -> Any:
     """A run's progress on stderr (``semzoo.run.progress.ConsoleProgress``), imported when a command trains: the
@@ -52,7 +55,7 @@ def train(ctx: typer.Context, **options: Any) -> None:
 
     With no flags: the README's main job, SEM-QMIX on SMAX 3m for 100k env steps (TrainConfig()).
     """
-    from semzoo.algos import parse_algorithm
+    from semzoo.resolution import resolve
     from semzoo.run.device import resolve_device
     from semzoo.run.trainer import train as run_training
 
@@ -94,19 +97,22 @@ def train(ctx: typer.Context, **options: Any) -> None:
              "setting once", USAGE_ERROR)
     # a setting typed keeps its value against the runtime and the preset, even where it equals the default
     data = _build(apply_overrides, base=_config_data(options, TRAIN_FIELDS, TRAIN_FLAGS), overrides=settings)
-    config = _build(TrainConfig.from_dict, data={**data, "pinned": sorted(given | settings.keys())})
-    _build(parse_algorithm, algo_id=config.algo)  # the algorithm table judges --algo: a usage error
+    asked = _build(TrainConfig.from_dict, data={**data, "pinned": sorted(given | settings.keys())})
+    # the run resolved once: the algorithm table judges --algo, the preset its map (usage errors)
+    run = _build(resolve, config=asked)
+    config = run.config
     _build(resolve_device, name=config.device)  # a device this machine lacks is a bad --device: usage error
     _check_env(config)
-    config = _memory_plan(config, runs=len(seeds) if seeds is not None else 1)
+    run = _memory_plan(run, runs=len(seeds) if seeds is not None else 1)
+    config = run.config
     if seeds is not None:
-        _train_group(config, seeds, options["tensorboard"])
+        _train_group(run, seeds, options["tensorboard"])
         return
     progress = _console_progress(config.steps)
     with _exit_when_stopped():  # outside: the progress line is closed before the stop's line
         try:
             with _warnings_now():
-                run_dir, result = run_training(config, progress=progress, tensorboard=options["tensorboard"])
+                run_dir, result = run_training(run, progress=progress, tensorboard=options["tensorboard"])
         except (ValueError, TypeError) as err:
             fail(_run_error(err, config.env_args))
         finally:
@@ -130,10 +136,11 @@ def _check_distinct_runs(run_dirs: list[str]) -> None:
         seen[real] = run_dir
 
 
-def _train_group(config: TrainConfig, seeds: list[int], tensorboard: bool) -> None:
+def _train_group(run: ResolvedRun, seeds: list[int], tensorboard: bool) -> None:
     """``train --seeds``: one run per seed in one process, one progress line, one report line per run."""
     from semzoo.run.multi import MultiTrainer
 
+    config = run.config
     if config.run_name and len(seeds) > 1:
         fail(f"--run-name {config.run_name} names one run; the runs of --seeds take the default names "
              "<env>_<algo>_seed<seed> under --out: drop --run-name", USAGE_ERROR)
@@ -147,7 +154,7 @@ def _train_group(config: TrainConfig, seeds: list[int], tensorboard: bool) -> No
 
     with _warnings_now():
         try:
-            group = MultiTrainer.create(config, seeds, tensorboard=tensorboard, on_built=built)
+            group = MultiTrainer.create(run, seeds, tensorboard=tensorboard, on_built=built)
         except (ValueError, TypeError) as err:
             fail(_run_error(err, config.env_args))
         _run_group(group)
@@ -202,24 +209,24 @@ def _check_env(config: TrainConfig) -> None:
         fail(message + _string_arg_hint(config.env_args, message), USAGE_ERROR)
 
 
-def _memory_plan(config: TrainConfig, runs: int = 1, label: str = "") -> TrainConfig:
-    """Print the memory plan of ``runs`` runs of ``config`` (one line, stderr); exit 1 when its worst case cannot fit.
-    Returns ``config`` fitted to the env's sizes (``memory_plan.fit_to_env``, its change said in one line)."""
+def _memory_plan(run: ResolvedRun, runs: int = 1, label: str = "") -> ResolvedRun:
+    """Print the memory plan of ``runs`` runs of ``run`` (one line, stderr); exit 1 when its worst case cannot fit.
+    Returns ``run`` fitted to the env's sizes (``memory_plan.fit_to_env``, its change said in one line)."""
     from semzoo.episodic.memory import MemoryDoesNotFitEnv
     from semzoo.mixers.qplex import MissingStateLayout
     from semzoo.run import memory_plan
 
     try:
-        sizes = memory_plan.env_sizes(config)
+        sizes = memory_plan.env_sizes(run.config)
         with _warnings_now():
-            config = memory_plan.fit_to_env(config, sizes)
-        plan, available, device_available = memory_plan.check(config, sizes, runs=runs)
+            run = memory_plan.fit_to_env(run, sizes)
+        plan, available, device_available = memory_plan.check(run, sizes, runs=runs)
     except memory_plan.MemoryPlanRefused as refused:
         fail(label + str(refused))
     except (MissingStateLayout, MemoryDoesNotFitEnv) as err:  # a flag (or preset) the env cannot serve: a usage error
         fail(label + str(err), USAGE_ERROR)
     typer.echo(label + plan.line(available, device_available), err=True)
-    return config
+    return run
 
 
 def _check_run_env_args(env_id: str, env_args: dict[str, Any]) -> None:
@@ -395,6 +402,7 @@ def _check_sweep_envs(trials: list[Any]) -> None:
 
 def _sweep_memory_plans(tasks: Sequence[Any]) -> None:
     """The memory plan of each distinct trial (a packed trial's runs together), one line each; exit 1 if one cannot fit."""
+    from semzoo.resolution import resolve
     from semzoo.run.multi import group_config
 
     seen = set()
@@ -403,4 +411,4 @@ def _sweep_memory_plans(tasks: Sequence[Any]) -> None:
         key = json.dumps([group_config(configs[0]), len(configs)], sort_keys=True, default=str)
         if key not in seen:
             seen.add(key)
-            _memory_plan(configs[0], runs=len(configs), label=f"sweep: trial {configs[0].env} {configs[0].algo}: ")
+            _memory_plan(resolve(configs[0]), runs=len(configs), label=f"sweep: trial {configs[0].env} {configs[0].algo}: ")

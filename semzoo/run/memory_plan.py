@@ -53,6 +53,7 @@ from semzoo.replay.buffer import (
     slot_bytes,
     worst_case_slots,
 )
+from semzoo.resolution import ResolvedRun
 from semzoo.run.device import resolve_device
 from semzoo.types import StateLayout
 
@@ -285,7 +286,7 @@ def replay_bytes(sizes: EnvSizes, config: TrainConfig, *, key_words: int) -> Rep
                        save_field_copy=max(fields.values()) * most_used)
 
 
-def network_bytes(sizes: EnvSizes, config: TrainConfig) -> int:
+def network_bytes(sizes: EnvSizes, run: ResolvedRun) -> int:
     """Bytes of the agent's and mixer's parameters, ``NETWORK_COPIES`` times (built on the meta device: no memory)."""
     import torch
 
@@ -293,8 +294,8 @@ def network_bytes(sizes: EnvSizes, config: TrainConfig) -> int:
     from semzoo.agents.rnn import RNNAgent
 
     with torch.device("meta"):
-        agent = RNNAgent.for_env(sizes, config.agent)  # type: ignore[arg-type]
-        mixer = algos.make_run_mixer(config, sizes)
+        agent = RNNAgent.for_env(sizes, run.config.agent)  # type: ignore[arg-type]
+        mixer = algos.make_run_mixer(run.config, run.algo, sizes)
     params = sum(p.numel() for m in (agent, mixer) for p in m.parameters())
     return NETWORK_COPIES * 4 * params
 
@@ -310,13 +311,12 @@ def collector_bytes(sizes: EnvSizes, config: TrainConfig) -> int:
     return collected + batch * (t + 1) * padded_slot + activations
 
 
-def memory_size_setting(config: TrainConfig) -> str:
+def memory_size_setting(run: ResolvedRun) -> str:
     """The flag and value the run's episodic memory grows with (``Memory.size_setting``: ``--memory-capacity
     1,000,000``); '' without memory."""
-    from semzoo import algos
     from semzoo.episodic.memory import memory_class
 
-    algo = algos.parse_algorithm(config.algo)
+    config, algo = run.config, run.algo
     if not algo.has_memory:
         return ""
     key, flag = memory_class(algo.memory).size_setting
@@ -325,28 +325,26 @@ def memory_size_setting(config: TrainConfig) -> str:
     return f"{flag} {value:,}" if isinstance(value, int) else f"{flag} {value}"
 
 
-def fit_to_env(config: TrainConfig, sizes: EnvSizes) -> TrainConfig:
-    """``config`` with its memory's defaults fitted to the env's sizes (``Memory.fit_env``: LAGMA's latent size capped
-    by a smaller state size), each change warned about in one line; ``config`` itself where nothing changes."""
-    from semzoo import algos
+def fit_to_env(run: ResolvedRun, sizes: EnvSizes) -> ResolvedRun:
+    """``run`` with its memory's defaults fitted to the env's sizes (``Memory.fit_env``: LAGMA's latent size capped
+    by a smaller state size), each change warned about in one line; ``run`` itself where nothing changes."""
     from semzoo.episodic.memory import memory_class
 
-    algo = algos.parse_algorithm(config.algo)
-    if not algo.has_memory:
-        return config
-    fitted, note = memory_class(algo.memory).fit_env(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents,
-                                                     n_actions=sizes.n_actions, obs_dim=sizes.obs_dim)
+    if not run.algo.has_memory:
+        return run
+    fitted, note = memory_class(run.algo.memory).fit_env(run.config, state_dim=sizes.state_dim,
+                                                         n_agents=sizes.n_agents, n_actions=sizes.n_actions,
+                                                         obs_dim=sizes.obs_dim)
     if note is not None:
         warnings.warn(note, stacklevel=3)
-    return fitted
+    return run if fitted is run.config else run.with_config(fitted)
 
 
-def table_bytes(sizes: EnvSizes, config: TrainConfig) -> tuple[int, int]:
+def table_bytes(sizes: EnvSizes, run: ResolvedRun) -> tuple[int, int]:
     """(bytes of the run's episodic memory at its largest, state-key words per slot), (0, 0) without memory."""
-    from semzoo import algos
     from semzoo.episodic.memory import memory_class
 
-    algo = algos.parse_algorithm(config.algo)
+    config, algo = run.config, run.algo
     if not algo.has_memory:
         return 0, 0
     cls = memory_class(algo.memory)  # each memory plans its own bytes (Memory.planned_nbytes)
@@ -368,19 +366,20 @@ def replay_place(config: TrainConfig, device: torch.device | None = None) -> str
     return str(device) if device.type == "cuda" else HOST
 
 
-def plan(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1, device: torch.device | None = None) -> MemoryPlan:
-    """The memory plan of ``runs`` runs of ``config`` on ``device`` (None: ``config.device``; a ``--seeds`` group: K
-    times one run)."""
-    table, key_words = table_bytes(sizes, config)
+def plan(run: ResolvedRun, sizes: EnvSizes, *, runs: int = 1, device: torch.device | None = None) -> MemoryPlan:
+    """The memory plan of ``runs`` runs of the resolved run ``run`` on ``device`` (None: its config's device; a
+    ``--seeds`` group: K times one run)."""
+    config = run.config
+    table, key_words = table_bytes(sizes, run)
     replay = replay_bytes(sizes, config, key_words=key_words)
     return MemoryPlan(runs=runs, replay_expected=replay.expected, replay_worst=replay.worst,
                       replay_worst_slots=replay.worst_slots, slot_bytes=replay.slot_bytes, table=table,
-                      networks=network_bytes(sizes, config), collector=collector_bytes(sizes, config),
+                      networks=network_bytes(sizes, run), collector=collector_bytes(sizes, config),
                       overhead=RUN_OVERHEAD_BYTES, growth_copy=replay.growth_copy,
                       checkpoint_copy=replay.checkpoint_copy, growth_copy_expected=replay.growth_copy_expected,
                       checkpoint_copy_expected=replay.checkpoint_copy_expected, save_field_copy=replay.save_field_copy,
                       updates_per_episode=config.learner.updates_per_episode,
-                      replay_device=replay_place(config, device), memory_size=memory_size_setting(config))
+                      replay_device=replay_place(config, device), memory_size=memory_size_setting(run))
 
 
 def available_memory() -> int | None:
@@ -413,24 +412,27 @@ def _plan_device(the_plan: MemoryPlan) -> torch.device:
     return torch.device(the_plan.replay_device if the_plan.replay_on_device else "cpu")
 
 
-def _largest_buffer_that_fits(config: TrainConfig, sizes: EnvSizes, fits: Callable[[MemoryPlan], bool], runs: int,
+def _largest_buffer_that_fits(run: ResolvedRun, sizes: EnvSizes, fits: Callable[[MemoryPlan], bool], runs: int,
                               device: torch.device) -> int:
     """The largest ``--buffer-size`` whose plan of ``runs`` runs ``fits`` (0 when none does)."""
+    config = run.config
     low, high = 0, config.learner.buffer_size
     while low < high:
         mid = (low + high + 1) // 2
         learner = dataclasses.replace(config.learner, buffer_size=mid, batch_size=min(mid, config.learner.batch_size))
-        if fits(plan(dataclasses.replace(config, learner=learner), sizes, runs=runs, device=device)):
+        if fits(plan(run.replace(learner=learner), sizes, runs=runs, device=device)):
             low = mid
         else:
             high = mid - 1
     return low
 
 
-def refusal(config: TrainConfig, sizes: EnvSizes, the_plan: MemoryPlan, available: int | None,
+def refusal(run: ResolvedRun, sizes: EnvSizes, the_plan: MemoryPlan, available: int | None,
             device_available: int | None = None) -> str | None:
-    """The one-line reason to refuse ``the_plan`` on a machine with ``available`` bytes (and ``device_available`` free
-    on the device of a replay buffer kept there), or None when it fits; an unknown amount refuses nothing."""
+    """The one-line reason to refuse ``the_plan`` (of ``run``) on a machine with ``available`` bytes (and
+    ``device_available`` free on the device of a replay buffer kept there), or None when it fits; an unknown amount
+    refuses nothing."""
+    config = run.config
     r = the_plan
     host_budget = None if available is None else int(MEMORY_MARGIN * available)
     device_budget = (None if device_available is None or not r.replay_on_device
@@ -480,16 +482,16 @@ def refusal(config: TrainConfig, sizes: EnvSizes, the_plan: MemoryPlan, availabl
         what = f"{r.runs} runs of {what}"
         options.append(f"{fit} runs fit (give --seeds 0-{fit - 1})" if fit > 0 else "not even one run fits")
     if r.runs == 1 or fit > 0:
-        size = _largest_buffer_that_fits(config, sizes, fits, r.runs, device)
+        size = _largest_buffer_that_fits(run, sizes, fits, r.runs, device)
         if 0 < size < config.learner.buffer_size:
             options.append(f"--buffer-size {size}")
     if config.learner.replay_dtype == "float32":
-        lossy = plan(dataclasses.replace(config, learner=dataclasses.replace(config.learner, replay_dtype="float16")),
+        lossy = plan(run.replace(learner=dataclasses.replace(config.learner, replay_dtype="float16")),
                      sizes, runs=r.runs, device=device)
         options.append(f"--replay-dtype float16 (lossy, the learner reads rounded inputs: {gb(need(lossy))} worst{where}, "
                        f"{'fits' if fits(lossy) else 'still too big'})")
     if not on_host:
-        host = plan(dataclasses.replace(config, learner=dataclasses.replace(config.learner, replay_device="host")),
+        host = plan(run.replace(learner=dataclasses.replace(config.learner, replay_device="host")),
                     sizes, runs=r.runs, device=device)
         options.append(f"--replay-device host ({gb(host.worst)} worst in host memory, "
                        f"{'fits' if fits(host) else 'still too big'})")
@@ -500,9 +502,9 @@ def refusal(config: TrainConfig, sizes: EnvSizes, the_plan: MemoryPlan, availabl
     return f"memory plan: {what}, but {have} (the plan may use {MEMORY_MARGIN:.0%}): {'; '.join(options)}"
 
 
-def check(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1,
+def check(run: ResolvedRun, sizes: EnvSizes, *, runs: int = 1,
           device: torch.device | None = None) -> tuple[MemoryPlan, int | None, int | None]:
-    """The plan of ``runs`` runs of ``config`` on ``device`` (None: ``config.device``), the machine's available bytes
+    """The plan of ``runs`` runs of ``run`` on ``device`` (None: its config's device), the machine's available bytes
     and the free bytes of the replay buffer's device where it is kept on one (None when unknown or on the host).
 
     Raises ``MemoryPlanRefused`` (a ``ValueError``) with ``refusal``'s one line when the worst case cannot fit. The
@@ -510,10 +512,10 @@ def check(config: TrainConfig, sizes: EnvSizes, *, runs: int = 1,
     run started from Python (``semzoo.train``, a sweep's worker, a resume) is refused the same way before its replay
     buffer can outgrow the machine.
     """
-    the_plan = plan(config, sizes, runs=runs, device=device)
+    the_plan = plan(run, sizes, runs=runs, device=device)
     available = available_memory()
     device_available = device_memory(the_plan.replay_device) if the_plan.replay_on_device else None
-    reason = refusal(config, sizes, the_plan, available, device_available)
+    reason = refusal(run, sizes, the_plan, available, device_available)
     if reason is not None:
         raise MemoryPlanRefused(reason)
     return the_plan, available, device_available

@@ -26,7 +26,6 @@ continues as a single run, within float tolerance of what the group would have d
 
 from __future__ import annotations
 
-import dataclasses
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -38,6 +37,7 @@ import numpy as np
 from semzoo.config import TrainConfig
 from semzoo.learners.stacked import StackedUpdate
 from semzoo.presets import preset_reward_mismatch, unused_preset
+from semzoo.resolution import ResolvedRun, resolve
 from semzoo.run import memory_plan
 from semzoo.run.group_runner import GroupRunner
 from semzoo.run.rundir import new_run_dir
@@ -115,7 +115,7 @@ class MultiTrainer:
                                and GroupRunner.why_not([t.runner for t in self.trainers]) is None)
 
     @classmethod
-    def create(cls, config: TrainConfig, seeds: Sequence[int], *, tensorboard: bool = True,
+    def create(cls, config: TrainConfig | ResolvedRun, seeds: Sequence[int], *, tensorboard: bool = True,
                on_built: Callable[[int, Trainer], None] | None = None) -> MultiTrainer:
         """Trainers for ``config`` with each of ``seeds``, each in its own new run directory (``new_run_dir``).
 
@@ -123,22 +123,25 @@ class MultiTrainer:
         """
         if not seeds:
             raise ValueError("seeds is empty: give at least one seed")
+        run = resolve(config)
+        config = run.config
         if config.run_name and len(seeds) > 1:
             raise ValueError(f"run_name={config.run_name!r} names one run; the runs of --seeds take the default "
                              "names <env>_<algo>_seed<seed>: drop --run-name")
         if len(seeds) > 1:  # each Trainer checks its own run's plan; the K runs together are checked before any exists
-            sizes = memory_plan.env_sizes(config)
-            config = memory_plan.fit_to_env(config, sizes)  # once for the group: its runs take the fitted config
-            memory_plan.check(config, sizes, runs=len(seeds))
-        for note in (unused_preset(config), preset_reward_mismatch(config)):
+            sizes = memory_plan.env_sizes(run.config)
+            run = memory_plan.fit_to_env(run, sizes)  # once for the group: its runs take the fitted config
+            memory_plan.check(run, sizes, runs=len(seeds))
+        config = run.config
+        for note in (unused_preset(config, run.algo), preset_reward_mismatch(config, run.algo)):
             if note is not None:
                 warnings.warn(note, stacklevel=2)
         trainers: list[Trainer] = []
         try:
             for seed in seeds:
                 # A group runs the sequential loop (collect, then learn); one seed is the plain single run.
-                run_config = dataclasses.replace(config, seed=seed, sequential=config.sequential or len(seeds) > 1)
-                trainers.append(Trainer(run_config, run_dir=new_run_dir(run_config), tensorboard=tensorboard))
+                seed_run = run.replace(seed=seed, sequential=config.sequential or len(seeds) > 1)
+                trainers.append(Trainer(seed_run, run_dir=new_run_dir(seed_run.config), tensorboard=tensorboard))
                 if on_built is not None:
                     on_built(len(trainers), trainers[-1])
             return cls(trainers)

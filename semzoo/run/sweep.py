@@ -33,6 +33,7 @@ from typing import Any
 from semzoo.algos import parse_algorithm
 from semzoo.config import TrainConfig, apply_overrides, component_fields, config_fields, registered_components
 from semzoo.errors import MissingDependency
+from semzoo.resolution import resolve
 from semzoo.run.multi import MultiTrainer, group_config
 from semzoo.run.progress import SWEEP_PROGRESS_INTERVAL_S, SweepProgress
 from semzoo.run.rundir import default_run_name, run_finished
@@ -125,8 +126,7 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
                             # set here: the runtime and the preset keep off them, as off flags typed in `train`
                             "pinned": sorted({*(overrides or {}).get("pinned", ()), *(overrides or {}), *cell}
                                              - {"pinned"})}
-                    config = TrainConfig.from_dict(data)
-                    parse_algorithm(config.algo)  # the algorithm table judges the id (TrainConfig knows no table)
+                    config = resolve(TrainConfig.from_dict(data)).config  # the id judged, the preset applied
                     resolved = config.to_dict()
                     variant = [setting_text(key, value) for key in cell
                                if (value := _value(resolved, key)) != defaults[key]]

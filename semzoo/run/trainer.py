@@ -54,6 +54,7 @@ from semzoo.config import TrainConfig
 from semzoo.envs.registry import make_vec_env
 from semzoo.presets import preset_reward_mismatch, unused_preset
 from semzoo.replay.buffer import EpisodeReplayBuffer
+from semzoo.resolution import ResolvedRun, resolve
 from semzoo.run import memory_plan
 from semzoo.run.actor import ActorProcess, start_or_fall_back
 from semzoo.run.checkpoint import CheckpointManager
@@ -130,11 +131,12 @@ class Trainer:
     acting_in_process = True
     """The overlapped collector plays in the actor process (two cores); False plays on a thread (one core)."""
 
-    def __init__(self, config: TrainConfig, *, run_dir: str | Path | None = None, progress: Progress | None = None,
+    def __init__(self, config: TrainConfig | ResolvedRun, *, run_dir: str | Path | None = None, progress: Progress | None = None,
                  tensorboard: bool = True, _checkpoint: dict[str, Any] | None = None,
                  _lock: RunLock | None = None) -> None:
-        algos.parse_algorithm(config.algo)  # the algorithm table judges the id, before the run directory exists
-        self.config = config
+        resolved = resolve(config)  # the algorithm table judges the id, before the run directory exists
+        self.config = resolved.config
+        self.algo = resolved.algo
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.progress = progress
         self.logger: MetricsLogger | None = None
@@ -158,6 +160,7 @@ class Trainer:
 
     def _build(self, checkpoint: dict[str, Any] | None) -> None:
         config = self.config
+        run = ResolvedRun(config, self.algo)
         self.device = resolve_device(config.device)
         self.checkpoints = (CheckpointManager(self.run_dir, keep=max(1, config.keep_checkpoints))
                             if self.run_dir is not None else None)
@@ -169,7 +172,7 @@ class Trainer:
         torch.manual_seed(config.seed)
         np.random.seed(config.seed % 2**32)
         random.seed(config.seed)
-        if self._memory_never_written(config):
+        if self._memory_never_written(run):
             warnings.warn(f"pending_size={config.memory.pending_size} env steps is more than the run's steps={config.steps}: "
                           "the episodic table is never written and E = y throughout; lower --pending-size", stacklevel=3)
         self.env = make_vec_env(config)
@@ -177,11 +180,11 @@ class Trainer:
         # Refused here, before the memory and the replay buffer exist, when the worst case cannot fit: the CLI checked
         # already, but a run started from Python, a sweep's worker or a resume on a smaller machine had not.
         sizes = EnvSizes.of(self.env, self.max_t)
-        config = self.config = memory_plan.fit_to_env(config, sizes)  # before the plan, which checks the memory's fit
-        memory_plan.check(config, sizes, device=self.device)
-        parts = algos.build(config, self.env, self.device)
-        self.algo, self.agent, self.mixer, self.memory, self.learner = (parts.algo, parts.agent, parts.mixer,
-                                                                        parts.memory, parts.learner)
+        run = memory_plan.fit_to_env(run, sizes)  # before the plan, which checks the memory's fit
+        config = self.config = run.config
+        memory_plan.check(run, sizes, device=self.device)
+        parts = algos.build(run.config, run.algo, self.env, self.device)
+        self.agent, self.mixer, self.memory, self.learner = parts.agent, parts.mixer, parts.memory, parts.learner
         if config.compile_update:
             self._compile_update()
         env = self.env
@@ -220,12 +223,12 @@ class Trainer:
         self.learner.compile(bucket_steps=compile_bucket(self.max_t))
 
     @staticmethod
-    def _memory_never_written(config: TrainConfig) -> bool:
+    def _memory_never_written(run: ResolvedRun) -> bool:
         """True when the run's memory is a table with a pending set M (SEM, SAEM) that cannot fill before the run ends."""
         from semzoo.episodic.memory import memory_class
         from semzoo.episodic.sem import EpisodicMemory
 
-        algo = algos.parse_algorithm(config.algo)
+        algo, config = run.algo, run.config
         return (algo.has_memory and issubclass(memory_class(algo.memory), EpisodicMemory)
                 and config.memory.pending_size > config.steps)
 
@@ -603,17 +606,18 @@ class Trainer:
             self._lock.release()
 
 
-def train(config: TrainConfig, *, progress: Progress | bool = True,
+def train(config: TrainConfig | ResolvedRun, *, progress: Progress | bool = True,
           tensorboard: bool = True) -> tuple[Path, dict[str, float]]:
     """Run ``config`` in a new run directory (see ``new_run_dir``); returns it and the final evaluation.
 
     ``progress``: True shows progress on stderr (``ConsoleProgress``), False nothing, or a callable.
     """
-    for note in (unused_preset(config), preset_reward_mismatch(config)):
+    run = resolve(config)
+    for note in (unused_preset(run.config, run.algo), preset_reward_mismatch(run.config, run.algo)):
         if note is not None:
             warnings.warn(note, stacklevel=2)
-    run_dir = new_run_dir(config)
-    trainer = Trainer(config, run_dir=run_dir, tensorboard=tensorboard)
+    run_dir = new_run_dir(run.config)
+    trainer = Trainer(run, run_dir=run_dir, tensorboard=tensorboard)
     return run_dir, _run_to_end(trainer, progress)
 
 

@@ -1,0 +1,57 @@
+"""The run resolved once: a config with its runtime and preset applied, and its algorithm id parsed.
+
+A ``TrainConfig`` holds what was asked for (``pinned`` names the fields given explicitly); ``resolve`` turns it into
+what runs, in one step that every entry point takes (``train``, ``Trainer``, ``train_seeds``, a sweep's trials, the
+CLI before it prints the memory plan):
+
+    config  --resolve-->  ResolvedRun(config with the runtime's and the preset's fields filled in, algo parsed)
+                          --algos.build-->  agent, mixer, memory, learner
+
+Every part of a run is then built from the ``ResolvedRun``: the algorithm table's row and the memory's name come from
+``algo``, never from parsing ``config.algo`` again. config.json stores ``ResolvedRun.config``; resolving a stored
+config gives it back unchanged, so a resumed run reads the same setup.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from semzoo.algos import AlgorithmId, parse_algorithm
+from semzoo.config import TrainConfig
+from semzoo.presets import apply_preset
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    """A config ready to build: ``config`` with its runtime and preset applied, ``algo`` its parsed algorithm id."""
+
+    config: TrainConfig
+    algo: AlgorithmId
+
+    def with_config(self, config: TrainConfig) -> ResolvedRun:
+        """The same run with ``config`` (fitted to an env, or another buffer size for a memory plan); its algorithm
+        id must stay ``self.algo``'s."""
+        if config.algo != self.algo.id:
+            raise ValueError(f"with_config: algo {config.algo!r} is not this run's {self.algo.id!r}; resolve it anew")
+        return dataclasses.replace(self, config=config)
+
+    def replace(self, **changes: Any) -> ResolvedRun:
+        """The same run with ``changes`` to its config's fields (``dataclasses.replace``), not resolved again."""
+        return self.with_config(dataclasses.replace(self.config, **changes))
+
+
+def resolve(config: TrainConfig | ResolvedRun) -> ResolvedRun:
+    """``config`` resolved: its algorithm id judged by the algorithm table (ValueError naming the valid ids), the
+    fields its runtime and preset set filled where left at their defaults and not pinned (a map the preset refuses
+    is a ValueError). A ``ResolvedRun`` is returned as it is."""
+    if isinstance(config, ResolvedRun):
+        return config
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"resolve got {config!r}: expected a semzoo.TrainConfig")
+    algo = parse_algorithm(config.algo)
+    return ResolvedRun(apply_preset(config, algo), algo)
+
+
+__all__ = ["ResolvedRun", "resolve"]
