@@ -69,15 +69,17 @@ def main() -> None:
         print(f"LAGMA-QMIX 2s3z seed 2, lagma_codes_used after {after:,}: {min(used):.0f}-{max(used):.0f} "
               f"(median {statistics.median(used):.0f}; first above 1 at {first:,})")
 
-    # SMAC's rules on SMAX (profile=smac), 2s3z: training win rate from 100k, Q_tot between 250k and 500k
+    # SMAC's rules on SMAX (profile=smac): training win rate, return and episode length from 100k, Q_tot between
+    # 250k and 500k
     profile = RESULTS / "smax-smac-profile"
     for run in sorted(profile.iterdir()):
         wins = [v for s, v in series(run, "win_rate") if s > 100_000]
         q_tot = [v for s, v in series(run, "q_tot") if 250_000 < s <= 500_000]
         returns = [v for s, v in series(run, "return_mean") if s > 100_000]
+        lengths = [v for s, v in series(run, "ep_length_mean") if s > 100_000]
         print(f"{run.name}: win_rate mean after 100k {100 * statistics.fmean(wins):.1f} %, return_mean "
-              f"{statistics.fmean(returns):.2f}; q_tot 250k-500k mean {statistics.fmean(q_tot):.2f} "
-              f"(range {min(q_tot):.2f}-{max(q_tot):.2f})")
+              f"{statistics.fmean(returns):.2f}, ep_length_mean {statistics.fmean(lengths):.1f}; q_tot 250k-500k "
+              f"mean {statistics.fmean(q_tot):.2f} (range {min(q_tot):.2f}-{max(q_tot):.2f})")
 
 
 if __name__ == "__main__":
