@@ -61,3 +61,15 @@ def test_every_run_stores_its_resolved_config(tmp_path):
     run_dir, _ = semzoo.train(config, progress=False, tensorboard=False)
     stored = read_run_config(run_dir)
     assert stored == resolve(config).config and stored.learner.timeout_as_terminal is False
+
+
+def test_a_seeds_group_of_the_overlapped_runtime_takes_the_sequential_loop_with_the_runtimes_other_fields(tmp_path):
+    config = TrainConfig(env="matrix:climbing", algo="qmix", runtime="semzoo-0.2", steps=16, test_interval=16,
+                         test_episodes=2, learner=dataclasses.replace(TrainConfig().learner, batch_size=2,
+                                                                      buffer_size=8), out=str(tmp_path), device="cpu")
+    results = semzoo.train_seeds(config, [0, 1], progress=False, tensorboard=False)
+    from semzoo.runfiles import read_run_config
+
+    stored = [read_run_config(run_dir) for run_dir, _ in results]
+    assert [c.seed for c in stored] == [0, 1]
+    assert all(c.sequential and c.n_envs == 8 and c.learner.target_count == "collected" for c in stored)
