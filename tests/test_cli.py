@@ -352,6 +352,7 @@ def test_smac_without_starcraft_is_one_line_from_the_installed_command(tmp_path)
 
 def test_smax_without_jaxmarl_names_the_extra(monkeypatch, tmp_path):
     import semzoo.envs
+    import semzoo.envs.smax  # loaded first, so that the undo restores jaxmarl and SMAX whole for later tests
 
     hide_modules(monkeypatch, "jaxmarl")
     for module in ("semzoo.envs.smax", "semzoo.envs.smax_core", "semzoo.envs.smax_vec", "semzoo.envs.smac_jax"):
