@@ -225,22 +225,20 @@ def apply_preset(config: TrainConfig, algo: AlgorithmId | None = None) -> TrainC
     refuses for the algorithm (``check_preset_map``) is a ValueError."""
     algo = _parsed(algo or config.algo)
     check_preset_map(config.preset, algo, config.env)
-    top: dict[str, Any] = {}
-    sections: dict[str, dict[str, Any]] = {}
+    changes: dict[str, Any] = {}
     for key, value in resolved_fields(config, algo).items():
         if key in config.pinned:
             continue
         section_name, _, name = key.rpartition(".")
         owner = getattr(config, section_name) if section_name else config
         default = next(f.default for f in dataclasses.fields(owner) if f.name == name)
-        if getattr(owner, name) != default or value == default:
-            continue
-        (sections.setdefault(section_name, {}) if section_name else top)[name] = value
-    if not top and not sections:
+        if getattr(owner, name) == default and value != default:
+            changes[key] = value
+    if not changes:
         return config
-    for section_name, changes in sections.items():
-        top[section_name] = dataclasses.replace(getattr(config, section_name), **changes)
-    return dataclasses.replace(config, **top)
+    from semzoo.config import TrainConfig, apply_overrides
+
+    return TrainConfig.from_dict(apply_overrides(config.to_dict(), changes))
 
 
 def describe_presets() -> list[str]:

@@ -134,9 +134,9 @@ class Trainer:
     def __init__(self, config: TrainConfig | ResolvedRun, *, run_dir: str | Path | None = None, progress: Progress | None = None,
                  tensorboard: bool = True, _checkpoint: dict[str, Any] | None = None,
                  _lock: RunLock | None = None) -> None:
-        resolved = resolve(config)  # the algorithm table judges the id, before the run directory exists
-        self.config = resolved.config
-        self.algo = resolved.algo
+        run = resolve(config)  # the algorithm table judges the id, before the run directory exists
+        self.config = run.config
+        self.algo = run.algo
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.progress = progress
         self.logger: MetricsLogger | None = None
@@ -148,7 +148,7 @@ class Trainer:
         self._session_unrecorded = _checkpoint is not None and self.run_dir is not None
         """A resumed run adds its session to provenance.json when it starts training (``record_session``)."""
         try:
-            self._build(_checkpoint)
+            self._build(run, _checkpoint)
             if self.run_dir is not None:  # the config as _build fitted it to the env (LAGMA's latent size)
                 config = self.config
                 self.logger = open_run_dir(self.run_dir, config, self.best.payload(config), resumed=_checkpoint is not None,
@@ -158,9 +158,8 @@ class Trainer:
             self.close()
             raise
 
-    def _build(self, checkpoint: dict[str, Any] | None) -> None:
-        config = self.config
-        run = ResolvedRun(config, self.algo)
+    def _build(self, run: ResolvedRun, checkpoint: dict[str, Any] | None) -> None:
+        config = run.config
         self.device = resolve_device(config.device)
         self.checkpoints = (CheckpointManager(self.run_dir, keep=max(1, config.keep_checkpoints))
                             if self.run_dir is not None else None)
