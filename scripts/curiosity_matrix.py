@@ -54,8 +54,9 @@ class Setting:
 
 
 def run_config(algo: str, seed: int, setting: Setting, overrides: dict[str, Any]) -> Any:
-    """The TrainConfig of one run: the setting, then the ``--set``/``--grid`` overrides (validated)."""
-    from semzoo.config import ExplorationConfig, LearnerConfig, TrainConfig
+    """The TrainConfig of one run: the setting, then the ``--set``/``--grid`` overrides (validated); a memory's own
+    setting (``curiosity.*``) reaches the runs of the algorithms that train with that memory only."""
+    from semzoo.config import ExplorationConfig, LearnerConfig, TrainConfig, registered_components
     from semzoo.run.sweep import apply_overrides
 
     config = TrainConfig(
@@ -68,7 +69,11 @@ def run_config(algo: str, seed: int, setting: Setting, overrides: dict[str, Any]
                               target_update_episodes=setting.target_update_episodes,
                               updates_per_episode=setting.updates_per_episode),
     )
-    return TrainConfig.from_dict(apply_overrides(config.to_dict(), overrides))
+    apply_overrides({}, overrides)  # each key a config key, for every algorithm (ValueError naming one that is not)
+    components = registered_components()
+    used = {key: value for key, value in overrides.items()
+            if key.partition(".")[0] not in components or components[key.partition(".")[0]].used_by(algo)}
+    return TrainConfig.from_dict(apply_overrides(config.to_dict(), used))
 
 
 BRANCHES = {(0, 0): "(0,0)", (1, 1): "(1,1)"}

@@ -3,7 +3,7 @@
 LAGMA initialises its codebook U[0, 1) and pulls the codes of each time step towards the encodings of that step (the
 coverage loss) at Adam's 5e-4. Where the encodings of an env's states lie close together, far from the initial codes,
 every state maps to one code until the codes have travelled there. This script trains LAGMA's VQ-VAE
-(``semzoo.episodic.lagma.LAGMAMemory.train_step``, the settings of ``LAGMAConfig``) on states of random-policy
+(``semzoo.episodic.lagma.LAGMAMemory.train_step``, the settings of ``LAGMASettings``) on states of random-policy
 episodes, one step per batch of 32 episodes as the learner does, and prints the codes in use, their perplexity and
 the spread of the encodings every ``--every`` steps.
 
@@ -59,7 +59,7 @@ def main() -> None:
                         "configs); default: LAGMA's dense SMAC config")
     args = parser.parse_args()
 
-    c = resolve(TrainConfig(algo="lagma-qmix", env=args.env, preset=args.preset)).config.lagma
+    c = resolve(TrainConfig(algo="lagma-qmix", env=args.env, preset=args.preset)).config.settings("lagma")
     episodes = random_episodes(args.env, args.episodes, args.seed)
     every_state = torch.from_numpy(np.concatenate(episodes))
     memory = LAGMAMemory(state_dim=every_state.shape[1], n_codes=c.lagma_n_codes, latent_dim=c.lagma_latent_dim,

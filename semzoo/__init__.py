@@ -16,9 +16,9 @@ from semzoo.version import __version__
 _HOMES = {
     "Policy": "semzoo.agents.policy", "load_policy": "semzoo.agents.policy",
     "Algorithm": "semzoo.algos", "algorithm_ids": "semzoo.algos", "register_algorithm": "semzoo.algos",
-    "AgentConfig": "semzoo.config", "CuriosityConfig": "semzoo.config", "EMCConfig": "semzoo.config",
-    "EMUConfig": "semzoo.config", "ExplorationConfig": "semzoo.config", "LAGMAConfig": "semzoo.config",
-    "LearnerConfig": "semzoo.config",
+    "AgentConfig": "semzoo.config", "ExplorationConfig": "semzoo.config", "LearnerConfig": "semzoo.config",
+    "CuriositySettings": "semzoo.episodic.settings", "EMCSettings": "semzoo.episodic.settings",
+    "EMUSettings": "semzoo.episodic.settings", "LAGMASettings": "semzoo.episodic.settings",
     "MemoryConfig": "semzoo.config", "MixerConfig": "semzoo.config", "TrainConfig": "semzoo.config",
     "make_env": "semzoo.envs.registry", "register_env": "semzoo.envs.registry",
     "Memory": "semzoo.episodic.memory", "memory_names": "semzoo.episodic.memory",
@@ -36,11 +36,7 @@ if TYPE_CHECKING:
     from semzoo.algos import Algorithm, algorithm_ids, register_algorithm
     from semzoo.config import (
         AgentConfig,
-        CuriosityConfig,
-        EMCConfig,
-        EMUConfig,
         ExplorationConfig,
-        LAGMAConfig,
         LearnerConfig,
         MemoryConfig,
         MixerConfig,
@@ -48,6 +44,7 @@ if TYPE_CHECKING:
     )
     from semzoo.envs.registry import make_env, register_env
     from semzoo.episodic.memory import Memory, memory_names, register_memory
+    from semzoo.episodic.settings import CuriositySettings, EMCSettings, EMUSettings, LAGMASettings
     from semzoo.mixers.base import Mixer
     from semzoo.mixers.registry import register_mixer
     from semzoo.resolution import ResolvedRun, resolve
@@ -71,7 +68,8 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "AgentConfig", "Algorithm", "CuriosityConfig", "EMCConfig", "EMUConfig", "ExplorationConfig", "LAGMAConfig", "LearnerConfig",
+    "AgentConfig", "Algorithm", "CuriositySettings", "EMCSettings", "EMUSettings", "ExplorationConfig", "LAGMASettings",
+    "LearnerConfig",
     "Memory", "MemoryConfig", "Mixer", "MixerConfig",
     "Policy", "ResolvedRun", "TrainConfig", "Trainer", "__version__", "absolute_metric", "algorithm_ids", "evaluate_run", "load_policy", "make_env",
     "memory_names", "register_algorithm", "register_env", "register_memory", "register_mixer", "resolve", "resume", "resume_seeds",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from semzoo import settings as _settings
+from semzoo.episodic.settings import MEMORY_SETTINGS
 from semzoo.plugins import check_free, load_plugins
 
 # the settings helpers, also importable from here (``X as X``: re-exported)
@@ -109,133 +110,6 @@ class MemoryConfig:
     """|M|, env steps gathered before the table is updated with their per-key maximum returns."""
     miss_rule: Literal["target", "zero"] = "target"
     """On a table miss: 'target' uses max_u Q_tot(tau', u; theta^-) so E = y (the paper); 'zero' drops the memory term (EMC)."""
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-
-@dataclass(frozen=True, kw_only=True)
-class CuriosityConfig:
-    """EMC's curiosity (Zheng et al., NeurIPS 2021, sec. 4.1; also used by EMU, Na et al., ICLR 2024).
-
-    Used by the emc- and emu- algorithms; switched off alone with --no-curiosity, so a study can tell the
-    memory's share from the curiosity's. Defaults: EMC's config/algs/EMC_sc2.yaml.
-    """
-
-    curiosity: bool = True
-    """Add the curiosity reward (intrinsic, scale x prediction error) to the TD target of emc-/emu- algorithms."""
-    curiosity_scale: float = ranged(0.001, NON_NEGATIVE, "EMC uses 0.001")
-    """The intrinsic reward's scale at the start of a run (EMC's curiosity_scale)."""
-    curiosity_decay_rate: float = ranged(0.9, Range(low=0, high=1), "EMC uses 0.9")
-    """The scale is multiplied by this every curiosity_decay_steps env steps (EMC's curiosity_decay_rate)."""
-    curiosity_decay_steps: int = ranged(100_000, AT_LEAST_ONE, "EMC uses 100000")
-    """Env steps between two decays of the scale (EMC's curiosity_decay_cycle)."""
-    curiosity_floor: float = ranged(0.0, NON_NEGATIVE, "EMC uses 0")
-    """The scale never decays below this (EMC's curiosity_decay_stop)."""
-    curiosity_tau: float = ranged(0.005, Range(low=0, high=1, low_open=True), "EMC uses 0.005")
-    """Soft-update rate of the curiosity's target copy of its extrinsic-reward Q-network (EMC's soft_update_tau)."""
-    curiosity_lr: float = ranged(5e-4, POSITIVE, "EMC uses 5e-4")
-    """Adam learning rate of the curiosity's predictor."""
-    curiosity_target_scale: float = ranged(10.0, POSITIVE, "EMC uses 10")
-    """The predictor regresses this many times the target copy's Q-values (EMC's prediction target)."""
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-
-@dataclass(frozen=True, kw_only=True)
-class EMCConfig:
-    """EMC's episodic memory (Zheng et al., NeurIPS 2021, sec. 4.2): key z = M s, M a fixed Gaussian (D = --proj-dim),
-    capacity --memory-capacity, least recently used evicted. Defaults: EMC's config/algs/EMC_sc2.yaml."""
-
-    emc_loss_weight: float = ranged(0.1, NON_NEGATIVE, "EMC uses 0.1")
-    """Weight of the episodic loss sum_t hit_t (r_t + gamma H(s_{t+1}) - Q_tot)^2 / sum_t m_t, added to the TD loss."""
-    emc_atol: float = ranged(1e-8, NON_NEGATIVE, "EMC uses 1e-8")
-    """Absolute tolerance of a key match (numpy allclose's atol in EMC's lookup)."""
-    emc_rtol: float = ranged(1e-5, NON_NEGATIVE, "EMC uses numpy's default 1e-5")
-    """Relative tolerance of a key match (numpy allclose's rtol in EMC's lookup)."""
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-
-@dataclass(frozen=True, kw_only=True)
-class EMUConfig:
-    """EMU's memory (Na et al., ICLR 2024): a learned state embedding (D = --proj-dim), a box lookup, desirability
-    and the episodic incentive. Defaults: EMU's config/algs/EMU_sc2.yaml."""
-
-    emu_delta: float = ranged(1.3e-5, POSITIVE, "EMU uses 1.3e-5, and 1.3e-3 on super-hard maps")
-    """Half-width of the lookup box on z-normalised keys: a hit when every dimension is within it."""
-    emu_hidden_dim: int = ranged(64, AT_LEAST_ONE, "EMU uses 64")
-    """Width of the embedder's two hidden layers (encoder and decoder)."""
-    emu_lr: float = ranged(5e-4, POSITIVE, "EMU uses 5e-4")
-    """Adam learning rate of the embedder."""
-    emu_grad_clip: float = ranged(10.0, POSITIVE, "EMU uses 10")
-    """Gradient-norm clip of the embedder's updates."""
-    emu_state_loss_weight: float = ranged(0.1, NON_NEGATIVE, "EMU uses 0.1")
-    """Weight of the state reconstruction in the embedder's loss (H - H_hat)^2 + w ||s - s_hat||^2."""
-    emu_train_interval: int = ranged(10_000, AT_LEAST_ONE, "EMU uses 10000")
-    """Env steps between two trainings of the embedder (each followed by re-embedding every stored key)."""
-    emu_train_samples: int = ranged(102_400, AT_LEAST_ONE, "EMU uses 102400")
-    """Memory entries sampled for one training of the embedder."""
-    emu_train_batch: int = ranged(1024, AT_LEAST_ONE, "EMU uses 1024")
-    """Mini-batch size of the embedder's training (samples / batch gradient steps)."""
-    emu_norm_interval: int = ranged(200, AT_LEAST_ONE, "EMU uses 200")
-    """Env steps between two refreshes of the keys' per-dimension mean and std (the z-normalisation of the box)."""
-    emu_incentive: bool = True
-    """Add EMU's episodic incentive to the TD target (off: curiosity and the memory's writes only, for ablations)."""
-    emu_flag_init_desirability: bool = False
-    """A new entry written by a desirable state starts with N_d = 1 (EMU's flag_init_desirability; EMU_sc2.yaml: off,
-    so a new entry starts at N_d = 0 and its incentive needs a second desirable visit)."""
-    emu_desirable_return: float | None = ranged(None, Range(), "EMU's code marks won episodes instead")
-    """Return (undiscounted) from which an episode is desirable where the env reports no wins (matrix games, MPE);
-    unset: an episode whose return reaches the best return seen so far. A won episode is always desirable (EMU)."""
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-
-@dataclass(frozen=True, kw_only=True)
-class LAGMAConfig:
-    """LAGMA's latent goal-guided memory (Na and Moon, ICML 2024; semzoo.episodic.lagma): a VQ-VAE quantises states into
-    a codebook, each code keeps a moving average of the returns-to-go seen at it and the top-k code sequences that start
-    there; a step whose next state's code lies on a sampled sequence earns an incentive. Defaults: LAGMA's dense-reward
-    SMAC config (aailabkaist/LAGMA, LAGMA_v0_release/src/config/algs/lagma_sc2.yaml); its sparse-reward configs
-    (lagma_sc2_sparse_*.yaml) differ where a field's note says so."""
-
-    lagma_n_codes: int = ranged(64, AT_LEAST_ONE, "LAGMA uses 64 (lagma_sc2.yaml), 256 on sparse rewards")
-    """Codes in the codebook (LAGMA's n_codes)."""
-    lagma_latent_dim: int = ranged(8, AT_LEAST_ONE, "LAGMA uses 8; at most the env's state size")
-    """Size of a code and of the encoder's output (latent_dim); at most the env's state size."""
-    lagma_hidden_dim: int = ranged(64, AT_LEAST_ONE, "LAGMA uses 64")
-    """Width of the two hidden layers of the encoder and of the decoder (vae_hidden_dim)."""
-    lagma_lr: float = ranged(5e-4, POSITIVE, "LAGMA uses 5e-4")
-    """Adam learning rate of the VQ-VAE (LAGMA's VQ-VAE optimiser takes the learner's lr, 0.0005)."""
-    lagma_vq_coef: float = ranged(1.0, NON_NEGATIVE, "LAGMA uses 1.0 (lagma_sc2.yaml), 2.0 on sparse rewards")
-    """Weight of the codebook loss ||e(z) - sg(z)||^2 in the VQ-VAE's loss (vq_coef)."""
-    lagma_commit_coef: float = ranged(0.5, NON_NEGATIVE, "LAGMA uses 0.5 (lagma_sc2.yaml), 1.0 on sparse rewards")
-    """Weight of the commitment loss ||sg(e(z)) - z||^2 (commit_coef)."""
-    lagma_coverage_coef: float = ranged(0.5, NON_NEGATIVE, "LAGMA uses 0.5 (lagma_sc2.yaml), 1.0 on sparse rewards")
-    """Weight of the coverage loss: the mean ||sg(z_t) - e_j||^2 over the codes j assigned to time step t (coverage_coef)."""
-    lagma_vqvae_interval: int = ranged(10, AT_LEAST_ONE, "LAGMA uses 10 (lagma_sc2.yaml), 40 on sparse 3m and 2s3z")
-    """Episodes between two training steps of the VQ-VAE once lagma_start_steps have passed; before, every update
-    trains it (vqvae_update_interval)."""
-    lagma_codebook_interval: int = ranged(40, AT_LEAST_ONE, "LAGMA uses 40 (lagma_sc2.yaml), 10 on sparse 3m and 2s3z")
-    """Episodes between two writes of the sampled batch's returns-to-go into the codes' moving averages once
-    lagma_start_steps have passed (codebook_update_interval)."""
-    lagma_start_steps: int = ranged(50_000, NON_NEGATIVE, "LAGMA uses 50000")
-    """Env steps before the codes' values, the goal-reaching sequences and the incentive start; until then the VQ-VAE
-    trains at every update (buffer_update_time)."""
-    lagma_sequence_interval: int = ranged(5, AT_LEAST_ONE, "LAGMA uses 5")
-    """Every this many time steps of a sampled episode, its code sequence from there on joins the top-k of its first
-    code and a new reference sequence is drawn (trj_update_freq)."""
-    lagma_value_window: int = ranged(100, AT_LEAST_ONE, "LAGMA uses 100")
-    """Returns-to-go a code's moving average is taken over, the latest ones (n_max_code)."""
-    lagma_top_k: int = ranged(30, AT_LEAST_ONE, "LAGMA uses 30")
-    """Code sequences each code keeps: those of the highest returns-to-go from it (k_top_seq)."""
-    lagma_incentive: bool = True
-    """Add LAGMA's incentive gamma max(C(code(s')) - V(s'), 0) to the TD target where s' lies on a goal-reaching
-    sequence (goal_reward); off: the VQ-VAE and the codes' values only, for ablations."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -381,14 +255,6 @@ class TrainConfig:
     """The episodic memory's shared settings (every <memory>- algorithm; lambda and the table's pending set: SEM, SAEM)."""
     learner: LearnerConfig = field(default_factory=LearnerConfig)
     """The loss and its optimiser."""
-    curiosity: CuriosityConfig = field(default_factory=CuriosityConfig)
-    """EMC's curiosity, used by the emc- and emu- algorithms."""
-    emc: EMCConfig = field(default_factory=EMCConfig)
-    """EMC's episodic memory (emc- algorithms)."""
-    emu: EMUConfig = field(default_factory=EMUConfig)
-    """EMU's episodic memory (emu- algorithms)."""
-    lagma: LAGMAConfig = field(default_factory=LAGMAConfig)
-    """LAGMA's latent goal-guided memory (lagma- algorithms)."""
     exploration: ExplorationConfig = field(default_factory=ExplorationConfig)
     """The epsilon schedule."""
     runtime: Literal["pymarl", "semzoo-0.2"] = "pymarl"
@@ -407,8 +273,10 @@ class TrainConfig:
     even at their default. The command line fills it with the flags typed; from Python, name them here."""
     components: dict[str, Any] = field(default_factory=dict, metadata={CLI: False, _settings.HOLDER: True})
     """The own settings of the registered components the algorithm uses (a memory or mixer registered with a
-    ``settings`` dataclass), section name -> settings, filled with their defaults; config.json stores each as a
-    section of its own (``"best": {"bonus": 0.01}``), ``--set best.bonus=0.05`` sets one."""
+    ``settings`` dataclass: EMC's ``emc`` and ``curiosity``, EMU's ``emu`` and ``curiosity``, LAGMA's ``lagma``, a
+    plugin's), section name -> settings, filled with their defaults; config.json stores each as a section of its own
+    (``"lagma": {"lagma_n_codes": 64, ...}``), ``--set lagma.lagma_n_codes=256`` sets one, and so does its flag
+    (``--lagma-n-codes``) for a built-in memory's."""
 
     def __post_init__(self) -> None:
         if isinstance(self.pinned, list):  # from JSON
@@ -434,6 +302,14 @@ class TrainConfig:
         used = f"; algo={self.algo!r} does not use {owner.kind} {section!r}" if owner is not None else ""
         raise KeyError(f"no config section {section!r}{used}: expected one of "
                        f"{', '.join([*SECTIONS, *self.components])}")
+
+    def with_settings(self, section: str, **changes: Any) -> TrainConfig:
+        """This config with fields of one component's settings changed: ``config.with_settings('lagma',
+        lagma_latent_dim=8)``."""
+        settings = dataclasses.replace(self.settings(section), **changes)
+        if section in SECTIONS:
+            return dataclasses.replace(self, **{section: settings})
+        return dataclasses.replace(self, components={**self.components, section: settings})
 
     def to_dict(self) -> dict[str, Any]:
         """The config as plain data, config.json's shape: each component's settings a section of its own."""
@@ -497,21 +373,27 @@ class Component:
     kind: Literal["memory", "mixer"]
     name: str
     settings: type
+    users: tuple[str, ...] = ()
+    """The memories or mixers that train with these settings; () for the component ``name`` alone."""
 
     def used_by(self, algo: str) -> bool:
         """Whether the algorithm id ``algo`` trains with this component (ids are ``<base>`` or ``<memory>-<base>``,
         a memory's name has no '-', and a registered mixer is a base of its own name)."""
+        users = self.users or (self.name,)
         if self.kind == "memory":
-            return algo.partition("-")[0] == self.name and "-" in algo
-        return algo == self.name or algo.endswith(f"-{self.name}")
+            return "-" in algo and algo.partition("-")[0] in users
+        return any(algo == user or algo.endswith(f"-{user}") for user in users)
 
 
 _COMPONENTS: dict[str, Component] = {}
 
 
-def register_settings(kind: Literal["memory", "mixer"], name: str, settings: type, *, replace: bool = False) -> None:
+def register_settings(kind: Literal["memory", "mixer"], name: str, settings: type, *, users: tuple[str, ...] = (),
+                      replace: bool = False) -> None:
     """Give the component ``kind`` ``name`` the settings dataclass ``settings``: its section ``name`` of every config
     whose algorithm uses it (``config.settings(name)``), its keys ``<name>.<field>`` for ``--set`` and sweeps.
+    ``users``: the memories (or mixers) that train with the section, when they are others than ``name`` alone
+    (the curiosity's: EMC and EMU).
 
     ``semzoo.register_memory(name, settings=...)`` and ``semzoo.register_mixer(name, settings=...)`` call it.
     The registries' one rule holds: the same class again is a no-op, another one a ValueError unless ``replace``.
@@ -530,9 +412,16 @@ def register_settings(kind: Literal["memory", "mixer"], name: str, settings: typ
         raise ValueError(f"{kind} {name!r}: its settings section would be named {name!r}, "
                          + ("which is a field of TrainConfig" if name in taken else "which is not an identifier")
                          + "; register it under another name")
-    component = Component(kind, name, settings)
+    component = Component(kind, name, settings, users if users != (name,) else ())
     check_free("settings section", name, component, _COMPONENTS, replace=replace)
     _COMPONENTS[name] = component
+
+
+for _name, (_settings_class, _users) in MEMORY_SETTINGS.items():
+    register_settings("memory", _name, _settings_class, users=_users)
+BUILTIN_COMPONENTS = frozenset(MEMORY_SETTINGS)
+"""The sections of the built-in memories' own settings (``curiosity``, ``emc``, ``emu``, ``lagma``): known from
+the start, and each field a flag of `train` (a plugin's settings take ``--set``)."""
 
 
 def registered_components() -> dict[str, Component]:
@@ -571,6 +460,12 @@ def used_components(algo: str, given: Mapping[str, Any]) -> dict[str, Any]:
     for settings in out.values():
         check_fields(settings)
     return out
+
+
+def builtin_fields() -> list[ConfigField]:
+    """The leaves of the config tree and of the built-in memories' own settings (``emc.emc_loss_weight``): every
+    setting `train` has a flag for."""
+    return [*config_fields(), *(f for f in component_fields() if f.section in BUILTIN_COMPONENTS)]
 
 
 def component_keys() -> frozenset[str]:

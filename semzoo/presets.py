@@ -230,7 +230,7 @@ def apply_preset(config: TrainConfig, algo: AlgorithmId | None = None) -> TrainC
         if key in config.pinned:
             continue
         section_name, _, name = key.rpartition(".")
-        owner = getattr(config, section_name) if section_name else config
+        owner = config.settings(section_name) if section_name else config
         default = next(f.default for f in dataclasses.fields(owner) if f.name == name)
         if getattr(owner, name) == default and value != default:
             changes[key] = value

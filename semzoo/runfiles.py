@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from semzoo.config import TrainConfig, component_fields, config_fields
+from semzoo.config import TrainConfig, builtin_fields, component_fields, config_fields, registered_components
 from semzoo.episodic.memory import NO_MEMORY, memory_of
 from semzoo.presets import DEFAULT_RUNTIME, preset_fields, resolved_fields
 
@@ -119,14 +119,14 @@ def stored_config_dict(data: dict[str, Any]) -> dict[str, Any]:
         if isinstance(before, dict) and isinstance(data.get(key), dict):
             out[key] = {**before, **data[key]}
     if "pinned" not in data:  # stored resolved before pinning: the runtime must not fill its fields again
-        out["pinned"] = sorted(f.key for f in config_fields())
+        out["pinned"] = sorted(f.key for f in builtin_fields())
     return out
 
 
 @functools.cache
 def _setting_names() -> dict[str, str]:
     """Config key -> the name a label shows: the field's own name, or its key where two sections share it."""
-    fields = [f for f in config_fields() if f.section is not None]
+    fields = [f for f in builtin_fields() if f.section is not None]
     counts: dict[str, int] = {}
     for f in fields:
         counts[f.name] = counts.get(f.name, 0) + 1
@@ -184,13 +184,13 @@ def run_variant(config: TrainConfig) -> dict[str, Any]:
 def _unset_values(config: TrainConfig) -> dict[str, Any]:
     """Key -> the value a setting holds in ``config`` when it is left out of its variant: what the config's runtime
     or preset set (``resolved_fields``), else the field's default."""
-    return {**{f.key: f.default for f in config_fields()}, **resolved_fields(config)}
+    return {**{f.key: f.default for f in [*config_fields(), *component_fields()]}, **resolved_fields(config)}
 
 
 def varying_settings(configs: Sequence[TrainConfig]) -> list[str]:
     """The keys of the section settings (``run_variant``) whose value is not the same in every config, a setting a
     config leaves out counting as what its runtime or preset set, else as the default, in the config's order; a
-    memory setting among the configs with episodic memory only."""
+    memory setting among the configs with episodic memory only, a component's own among the configs that use it."""
     return _varying(configs, [run_variant(c) for c in configs])
 
 
@@ -198,12 +198,21 @@ def _varying(configs: Sequence[TrainConfig], variants: Sequence[dict[str, Any]])
     # a run of the overlapped runtime ('semzoo-0.2') with --timeout-as-terminal differs from its runtime's runs
     # there, not from the paper's-runtime default it happens to equal
     unset = [_unset_values(c) for c in configs]
-    with_memory = [memory_of(c.algo) != NO_MEMORY for c in configs]
     keys = dict.fromkeys(key for variant in variants for key in variant)
     return [key for key in keys
             if len({json.dumps(v.get(key, left_out[key]), sort_keys=True)
-                    for v, left_out, memory in zip(variants, unset, with_memory, strict=True)
-                    if memory or not key.startswith("memory.")}) > 1]
+                    for v, left_out, config in zip(variants, unset, configs, strict=True)
+                    if _has_setting(config, key)}) > 1]
+
+
+def _has_setting(config: TrainConfig, key: str) -> bool:
+    """Whether the setting ``key`` acts in a run of ``config``: a memory setting in a run with episodic memory, a
+    component's own setting (``lagma.*``) in a run of an algorithm that uses the component, any other in every run."""
+    section = key.partition(".")[0] if "." in key else ""
+    if section == "memory":
+        return memory_of(config.algo) != NO_MEMORY
+    component = registered_components().get(section)
+    return component is None or component.used_by(config.algo)
 
 
 def run_labels(configs: Sequence[TrainConfig]) -> list[str]:

@@ -234,10 +234,10 @@ def golden_config(env: str, algo: str, out: str | Path, changes: dict[str, Any] 
     (a section's dict updates that section)."""
     from semzoo import TrainConfig
 
-    config = TrainConfig().to_dict()
+    config = TrainConfig(algo=algo).to_dict()  # with the sections of the algorithm's components
     for layer in (golden_config_dict(env, algo), changes or {}):
         for key, value in layer.items():
-            config[key] = {**config[key], **value} if isinstance(value, dict) else value
+            config[key] = {**config.get(key, {}), **value} if isinstance(value, dict) else value
     config["out"] = str(out)
     return config
 

@@ -94,8 +94,8 @@ def test_the_docs_count_one_file_for_a_plugin_memory_or_mixer_with_settings():
     for row in ("| a mixer | 1 (a plugin module)", "| an episodic memory (EMC, EMU, a SEM variant, ...) | 1 (a plugin module"):
         line = next(line for line in page.splitlines() if line.startswith(row))
         assert "settings=" in line, line
-    code = ("import sys, {m}; from semzoo.config import registered_components; "
-            "print(sorted(registered_components()))")
+    code = ("import sys, {m}; from semzoo.config import BUILTIN_COMPONENTS, registered_components; "
+            "print(sorted(registered_components().keys() - BUILTIN_COMPONENTS))")
     for module, section in (("toy_memory_plugin", "best"), ("scaled_mixer_plugin", "scaled")):
         done = subprocess.run([sys.executable, "-c", code.format(m=module)], capture_output=True, text=True,
                               env=plugin_process_env(), timeout=120)
@@ -187,3 +187,29 @@ def test_a_sweep_grids_a_component_setting_for_the_ids_that_use_it(tmp_path, toy
     assert names == ["matrix_two_step_qmix_seed0", "matrix_two_step_best-qmix_seed0",
                      "matrix_two_step_best-qmix_best.bonus=0.05_seed0"]
     assert trials[2].config.settings("best").bonus == 0.05
+
+
+# ----- the built-in memories' settings: components too, with a flag each -------------------------------------------
+
+
+def test_a_built_in_memorys_flag_reaches_its_section_of_config_json(tmp_path):
+    result = CliRunner().invoke(app, ["train", *TINY, "--algo", "emc-qmix", "--emc-loss-weight", "0.3",
+                                      "--no-curiosity", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    stored = json.loads((tmp_path / "matrix_two_step_emc-qmix_seed0" / "config.json").read_text())
+    assert stored["emc"]["emc_loss_weight"] == 0.3 and stored["curiosity"]["curiosity"] is False
+    assert {"emc.emc_loss_weight", "curiosity.curiosity"} <= set(stored["pinned"])
+    assert "lagma" not in stored and "emu" not in stored  # the sections of memories the run does not train with
+    config = load_config(tmp_path / "matrix_two_step_emc-qmix_seed0")
+    assert config.settings("emc").emc_loss_weight == 0.3 and run_variant(config)["emc.emc_loss_weight"] == 0.3
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--algo", "qmix", "--emc-loss-weight", "0.3"], "emc.* set for algo='qmix', which does not train with memory 'emc'"),
+    (["--algo", "sem-qmix", "--set", "lagma.lagma_n_codes=8"], "lagma.* set for algo='sem-qmix'"),
+    (["--algo", "lagma-qmix", "--set", "lagma.lagma_n_codes=8", "--lagma-n-codes", "9"],
+     "--set lagma.lagma_n_codes=8 and --lagma-n-codes both given"),
+])
+def test_a_built_in_memorys_setting_for_another_algorithm_is_one_usage_line(tmp_path, args, needle):
+    one_line_usage_error(CliRunner().invoke(app, ["train", *TINY, *args, "--out", str(tmp_path)]), needle)
+    assert not any(tmp_path.iterdir())

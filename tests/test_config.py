@@ -10,37 +10,41 @@ import pytest
 from config_values import non_default_value
 
 from semzoo.config import (
+    BUILTIN_COMPONENTS,
     RANGE,
     SECTIONS,
     AgentConfig,
-    CuriosityConfig,
-    EMCConfig,
-    EMUConfig,
     ExplorationConfig,
-    LAGMAConfig,
     LearnerConfig,
     MemoryConfig,
     MixerConfig,
     TrainConfig,
+    component_fields,
     config_fields,
     field_docs,
+    registered_components,
 )
+from semzoo.episodic.settings import CuriositySettings, EMCSettings, EMUSettings, LAGMASettings
 from semzoo.presets import RUNTIMES
 from semzoo.resolution import resolve
 
-FIELDS = config_fields()
+FIELDS = [*config_fields(), *(f for f in component_fields() if f.section in BUILTIN_COMPONENTS)]
+"""The built-in fields and the built-in memories' own settings (``emc.emc_atol``, ...)."""
 NUMERIC = [f for f in FIELDS if f.type in (int, float) or f.type == int | None]
 
 
 def with_value(key: str, value) -> dict:
-    """``TrainConfig().to_dict()`` with one field (``section.name`` or ``name``) set to ``value``."""
-    return merged(TrainConfig().to_dict(), key, value)
+    """``TrainConfig().to_dict()`` with one field (``section.name`` or ``name``) set to ``value``; for a memory's own
+    setting, the config of an algorithm on that memory."""
+    component = registered_components().get(key.rpartition(".")[0])
+    algo = f"{(component.users or (component.name,))[0]}-qmix" if component is not None else TrainConfig().algo
+    return merged(TrainConfig(algo=algo).to_dict(), key, value)
 
 
 def merged(data: dict, key: str, value) -> dict:
     """``data`` (a config dict) with the field ``key`` set to ``value`` (in place, and returned)."""
     section, _, name = key.rpartition(".")
-    (data[section] if section else data)[name] = value
+    (data.setdefault(section, {}) if section else data)[name] = value
     return data
 
 
@@ -51,9 +55,29 @@ def test_default_config_is_the_readmes_main_job():
 
 def test_sections_are_the_dataclass_fields_of_train_config():
     expected = {"agent": AgentConfig, "mixer": MixerConfig, "memory": MemoryConfig, "learner": LearnerConfig,
-                "curiosity": CuriosityConfig, "emc": EMCConfig, "emu": EMUConfig, "lagma": LAGMAConfig,
                 "exploration": ExplorationConfig}
     assert expected == SECTIONS
+
+
+def test_the_built_in_memories_settings_are_components_of_the_ids_that_use_them():
+    components = registered_components()
+    assert {name: components[name].settings for name in BUILTIN_COMPONENTS} == {
+        "curiosity": CuriositySettings, "emc": EMCSettings, "emu": EMUSettings, "lagma": LAGMASettings}
+    assert sorted(TrainConfig(algo="emc-qmix").components) == ["curiosity", "emc"]
+    assert sorted(TrainConfig(algo="emu-vdn").components) == ["curiosity", "emu"]
+    assert sorted(TrainConfig(algo="lagma-qplex").components) == ["lagma"]
+    assert TrainConfig(algo="sem-qmix").components == {} == TrainConfig(algo="qmix").components
+    assert "emc" not in TrainConfig(algo="qmix").to_dict() and "emc" in TrainConfig(algo="emc-qmix").to_dict()
+    with pytest.raises(ValueError, match=r"^emc\.\* set for algo='qmix', which does not train with memory 'emc'"):
+        TrainConfig(algo="qmix", components={"emc": {"emc_loss_weight": 0.5}})
+
+
+def test_a_stored_config_with_every_section_at_its_defaults_still_reads():
+    """A config.json that holds each memory's section at its defaults, whatever the algorithm, reads as the same run."""
+    data = TrainConfig(algo="qmix").to_dict()
+    stored = {**data, **{name: dataclasses.asdict(registered_components()[name].settings())
+                         for name in BUILTIN_COMPONENTS}}
+    assert TrainConfig.from_dict(stored) == TrainConfig(algo="qmix")
 
 
 def test_every_field_has_a_docstring_and_every_numeric_field_a_range():
@@ -143,4 +167,4 @@ def test_from_dict_refuses_an_unknown_key():
 def test_config_fields_lists_every_leaf_once():
     leaves = [f.name for f in dataclasses.fields(TrainConfig) if f.name not in SECTIONS and f.name != "components"]
     leaves += [f"{s}.{f.name}" for s, cls in SECTIONS.items() for f in dataclasses.fields(cls)]
-    assert [f.key for f in FIELDS] == leaves
+    assert [f.key for f in config_fields()] == leaves

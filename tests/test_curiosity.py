@@ -8,14 +8,15 @@ import pytest
 import torch
 from test_memory_learner import A, O, U, make_batch
 
-from semzoo.config import AgentConfig, CuriosityConfig, LearnerConfig, TrainConfig
+from semzoo.config import AgentConfig, LearnerConfig, TrainConfig
 from semzoo.episodic.curiosity import Curiosity
+from semzoo.episodic.settings import CuriositySettings
 from semzoo.types import CleanBatch
 
 
 def make_config(**curiosity) -> TrainConfig:
-    return TrainConfig(env="matrix:two_step", algo="qmix", seed=3, agent=AgentConfig(hidden_dim=8),
-                       curiosity=CuriosityConfig(**curiosity))
+    return TrainConfig(env="matrix:two_step", algo="emc-qmix", seed=3, agent=AgentConfig(hidden_dim=8),
+                       components={"curiosity": CuriositySettings(**curiosity)})
 
 
 def make_curiosity(**curiosity) -> Curiosity:

@@ -24,9 +24,10 @@ from typer.testing import CliRunner
 
 from semzoo.algos import algorithm_ids, parse_algorithm
 from semzoo.cli import app
-from semzoo.config import LAGMAConfig, LearnerConfig, TrainConfig
+from semzoo.config import LearnerConfig, TrainConfig
 from semzoo.episodic.lagma import LAGMAMemory
 from semzoo.episodic.memory import MemoryDoesNotFitEnv, memory_class
+from semzoo.episodic.settings import LAGMASettings
 from semzoo.learners.q_learner import QLearner
 from semzoo.resolution import resolve
 from semzoo.run import memory_plan
@@ -464,8 +465,8 @@ def filled_memory(**kw) -> LAGMAMemory:
 def test_a_filled_memory_holds_no_more_than_planned():
     memory = filled_memory()
     assert memory.n_sequences > 0 and memory.trainings > 0
-    config = TrainConfig(algo="lagma-qmix", lagma=LAGMAConfig(lagma_n_codes=4, lagma_latent_dim=2, lagma_hidden_dim=5,
-                                                              lagma_top_k=2))
+    settings = LAGMASettings(lagma_n_codes=4, lagma_latent_dim=2, lagma_hidden_dim=5, lagma_top_k=2)
+    config = TrainConfig(algo="lagma-qmix", components={"lagma": settings})
     planned = LAGMAMemory.planned_nbytes(config, state_dim=3, n_agents=2, n_actions=3, obs_dim=4)
     assert 0 < memory.nbytes <= planned
     assert memory_plan.table_bytes(sizes(state_dim=3), resolve(config))[0] == planned
@@ -492,11 +493,11 @@ def test_state_dict_restores_a_memory_that_then_answers_and_trains_alike():
 ])
 def test_bad_settings_name_the_value_the_range_and_lagmas_value(section, needle):
     with pytest.raises(ValueError, match=r"^" + needle.replace("(", r"\(").replace(")", r"\)")):
-        LAGMAConfig(**section)
+        LAGMASettings(**section)
 
 
 def test_a_latent_size_above_the_state_size_is_refused_where_the_state_size_is_known():
-    config = TrainConfig(env="matrix:two_step", algo="lagma-qmix", lagma=LAGMAConfig(lagma_latent_dim=5))
+    config = TrainConfig(env="matrix:two_step", algo="lagma-qmix", components={"lagma": LAGMASettings(lagma_latent_dim=5)})
     with pytest.raises(MemoryDoesNotFitEnv, match=r"^lagma_latent_dim=5: expected an integer in \[1, 4\], the state size "
                                                   r"of matrix:two_step \(LAGMA uses 8\); lower --lagma-latent-dim$"):
         memory_plan.table_bytes(sizes(state_dim=4), resolve(config))

@@ -14,7 +14,8 @@ from semzoo import TrainConfig, train
 from semzoo.analysis.memory_use import SELF_HIT_LIMIT, MemoryUse, memory_use
 from semzoo.analysis.report import load_runs
 from semzoo.cli import app
-from semzoo.config import LAGMAConfig, LearnerConfig, MemoryConfig
+from semzoo.config import LearnerConfig, MemoryConfig
+from semzoo.episodic.settings import LAGMASettings
 
 STEPS = 400
 
@@ -29,11 +30,12 @@ def _names(run_dir: Path) -> dict[str, list[float]]:
 
 def _train(algo: str, out: Path, seed: int = 0) -> Path:
     # LAGMA's codebook from the first update, its latent within the two-step game's 4 state features
-    lagma = LAGMAConfig(lagma_latent_dim=2, lagma_start_steps=0, lagma_codebook_interval=1, lagma_top_k=2)
+    lagma = LAGMASettings(lagma_latent_dim=2, lagma_start_steps=0, lagma_codebook_interval=1, lagma_top_k=2)
     config = TrainConfig(env="matrix:two_step", algo=algo, steps=STEPS, seed=seed, n_envs=4, test_interval=200,
                          test_episodes=2, log_interval=100, save_interval=0, sequential=True, out=str(out),
                          memory=MemoryConfig(pending_size=40, capacity=1000),
-                         learner=LearnerConfig(batch_size=4, buffer_size=32), lagma=lagma)
+                         learner=LearnerConfig(batch_size=4, buffer_size=32),
+                         components={"lagma": lagma} if algo.startswith("lagma-") else {})
     run_dir, _ = train(config, progress=False, tensorboard=False)
     return Path(run_dir)
 
@@ -99,7 +101,7 @@ def test_a_codebook_memory_is_read_as_one_not_as_a_table_of_returns(runs):
     assert lagma.codebook and not sem.codebook
     assert {"lagma_codes_used", "lagma_perplexity", "lagma_reward_extrinsic", "reward_incentive"} <= set(lagma.figures)
     codes = lagma.figures["lagma_codes_used"][0]
-    assert 1 <= codes <= LAGMAConfig().lagma_n_codes and 1.0 <= lagma.figures["lagma_perplexity"][0] <= codes + 1e-6
+    assert 1 <= codes <= LAGMASettings().lagma_n_codes and 1.0 <= lagma.figures["lagma_perplexity"][0] <= codes + 1e-6
     # however few of its lookups meet a code of more than one episode, its incentive is no return target
     forced = MemoryUse(env=lagma.env, algo=lagma.algo, runs=1,
                        figures={**lagma.figures, "memory_cross_hit_rate": (0.0, 0.0, 0.0)})

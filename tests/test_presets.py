@@ -9,7 +9,8 @@ from conftest import NO_ACTOR, NO_ACTOR_FLAGS, error_lines, resolved_config
 from typer.testing import CliRunner
 
 from semzoo.cli import app
-from semzoo.config import LAGMAConfig, LearnerConfig, MixerConfig, TrainConfig
+from semzoo.config import LearnerConfig, MixerConfig, TrainConfig
+from semzoo.episodic.settings import LAGMASettings
 from semzoo.presets import preset_fields, unused_preset
 from semzoo.run.trainer import Trainer
 from semzoo.types import StateLayout
@@ -151,15 +152,15 @@ LAGMA_SPARSE = {"lagma_n_codes": 256, "lagma_vq_coef": 2.0, "lagma_commit_coef":
 @pytest.mark.parametrize("env", ["smax:3m", "smax:2s3z", "smac:3m"])
 def test_authors_sparse_gives_lagma_its_sparse_config_of_3m_and_2s3z(env):
     config = resolved_config(env=env, algo="lagma-qmix", preset="authors-sparse")
-    assert {k: getattr(config.lagma, k) for k in LAGMA_SPARSE} == LAGMA_SPARSE
-    assert config.exploration.epsilon_anneal_steps == 50_000 and config.lagma.lagma_top_k == 30
+    assert {k: getattr(config.settings("lagma"), k) for k in LAGMA_SPARSE} == LAGMA_SPARSE
+    assert config.exploration.epsilon_anneal_steps == 50_000 and config.settings("lagma").lagma_top_k == 30
     assert TrainConfig.from_dict(config.to_dict()) == config
 
 
 def test_authors_sparse_takes_2m_vs_1z_intervals_and_epsilon_from_its_own_file():
     config = resolved_config(env="smax:2m_vs_1z", algo="lagma-vdn", preset="authors-sparse")
-    assert (config.lagma.lagma_vqvae_interval, config.lagma.lagma_codebook_interval) == (10, 20)
-    assert config.lagma.lagma_n_codes == 256 and config.exploration.epsilon_anneal_steps == 500_000
+    assert (config.settings("lagma").lagma_vqvae_interval, config.settings("lagma").lagma_codebook_interval) == (10, 20)
+    assert config.settings("lagma").lagma_n_codes == 256 and config.exploration.epsilon_anneal_steps == 500_000
 
 
 @pytest.mark.parametrize("algo", ["qmix", "sem-qmix", "emu-qmix", "emc-qmix", "mc-qmix"])
@@ -171,8 +172,8 @@ def test_authors_sparse_sets_nothing_for_ids_whose_authors_have_no_sparse_config
 
 def test_authors_sparse_keeps_a_typed_interval_and_refuses_8m_whose_file_does_not_say():
     typed = resolved_config(env="smax:3m", algo="lagma-qmix", preset="authors-sparse",
-                        lagma=LAGMAConfig(lagma_vqvae_interval=10), pinned=("lagma.lagma_vqvae_interval",))
-    assert typed.lagma.lagma_vqvae_interval == 10 and typed.lagma.lagma_codebook_interval == 10
+                        components={"lagma": LAGMASettings(lagma_vqvae_interval=10)}, pinned=("lagma.lagma_vqvae_interval",))
+    assert typed.settings("lagma").lagma_vqvae_interval == 10 and typed.settings("lagma").lagma_codebook_interval == 10
     with pytest.raises(ValueError, match=r"^--preset authors-sparse with lagma-qmix on smax:8m") as refused:
         resolved_config(env="smax:8m", algo="lagma-qmix", preset="authors-sparse")
     assert "merge conflict" in str(refused.value) and "lagma_sc2_sparse_8m.yaml" in str(refused.value)

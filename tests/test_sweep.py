@@ -77,6 +77,18 @@ def test_every_config_field_is_settable_with_set(f):
     assert (data[section] if section else data)[name] == value
 
 
+def test_a_memorys_own_setting_reaches_the_trials_of_the_algorithms_on_that_memory_only():
+    trials = plan_trials(envs=["matrix:climbing"], algos=["vdn", "emc-vdn", "emu-vdn"], seeds=[0], steps=10,
+                         out="runs", overrides={"curiosity.curiosity_scale": 0.1, "emc.emc_loss_weight": 0.2})
+    plain, emc, emu = (trial.config for trial in trials)
+    assert plain.components == {} and "curiosity.curiosity_scale" not in plain.pinned
+    assert emc.settings("curiosity").curiosity_scale == 0.1 and emc.settings("emc").emc_loss_weight == 0.2
+    assert emu.settings("curiosity").curiosity_scale == 0.1 and "emc" not in emu.components
+    with pytest.raises(ValueError, match=r"config key 'emc.nope'"):
+        plan_trials(envs=["matrix:climbing"], algos=["vdn"], seeds=[0], steps=10, out="runs",
+                    overrides={"emc.nope": 1})
+
+
 def test_plan_is_the_full_grid_with_one_run_directory_per_trial(tmp_path):
     trials = plan_trials(envs=ENVS, algos=ALGOS, seeds=range(2), steps=STEPS, out=tmp_path, overrides=OVERRIDES)
     assert len(trials) == 8 and len({t.run_dir for t in trials}) == 8

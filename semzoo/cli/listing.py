@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from collections.abc import Callable
@@ -44,7 +45,7 @@ def algos(ctx: typer.Context) -> None:
     Each row of the table (mixer, learner), and the episodic memories that prefix it.
     """
     from semzoo.algos import NO_MEMORY, algorithm_ids, parse_algorithm
-    from semzoo.config import component_fields
+    from semzoo.config import BUILTIN_COMPONENTS, component_fields, registered_components
     from semzoo.episodic.memory import memory_description, memory_names
 
     echo = _wrapped_echo(ctx)
@@ -61,12 +62,18 @@ def algos(ctx: typer.Context) -> None:
     typer.echo(f"  {'memory':<{width}}description")
     for name in memories:
         echo(f"  {name + '-':<{width}}{memory_description(name)}", hang=2 + width)
-    own = component_fields()
-    if own:
-        typer.echo("")
-        echo("Settings of the registered memories and mixers that declare their own (`semzoo train --set "
-             "KEY=VALUE`):")
-        for f in own:
+    typer.echo("")
+    echo("Settings of the memories and mixers that declare their own, a section of the configs of the ids that use "
+         "them; the built-in memories' are flags of `semzoo train` (its help lists them), a plugin's are `--set "
+         "KEY=VALUE`:")
+    for name, component in registered_components().items():
+        if name in BUILTIN_COMPONENTS:
+            fields = [f.name for f in dataclasses.fields(component.settings)]
+            users = ", ".join(f"{user}-" for user in component.users or (name,))
+            echo(f"  {name:<{width + 16}}{component.settings.__name__} ({users}): {', '.join(fields)}",
+                 hang=2 + width + 16)
+    for f in component_fields():
+        if f.section not in BUILTIN_COMPONENTS:
             shown = f"{f.key}={json.dumps(f.default)}"
             echo(f"  {shown:<{width + 16}}{f.help}", hang=2 + width + 16)
     typer.echo("")

@@ -13,7 +13,15 @@ import typer
 from typer.core import TyperCommand
 
 from semzoo.cli.base import CLI_ONLY_OPTIONS, RESUME_FLAGS, parse_env_args
-from semzoo.config import CLI, FLAG, RANGE, SECTIONS, ConfigField, Range, TrainConfig, config_fields
+from semzoo.config import (
+    CLI,
+    FLAG,
+    RANGE,
+    SECTIONS,
+    ConfigField,
+    Range,
+    builtin_fields,
+)
 
 # ----- `train --help` in panels ------------------------------------------------------------------------------------
 
@@ -171,15 +179,16 @@ def _param_name(f: ConfigField) -> str:
 
 
 def _config_data(options: dict[str, Any], fields: Sequence[ConfigField], flags: dict[str, str]) -> dict[str, Any]:
-    """The parsed options as a ``TrainConfig.to_dict()``-shaped dict."""
+    """The parsed options as a ``TrainConfig.to_dict()``-shaped dict; the sections of the components the algorithm does
+    not use come at their defaults, and the config drops them."""
     data: dict[str, Any] = {section: {} for section in SECTIONS}
     for f in fields:
         value = options[_param_name(f)]
         if _is_dict(f.type):
             value = parse_env_args(value, flags[f.key])
-        (data[f.section] if f.section is not None else data)[f.name] = value
+        (data.setdefault(f.section, {}) if f.section is not None else data)[f.name] = value
     return data
 
 
-TRAIN_FIELDS = [f for f in config_fields(TrainConfig) if f.metadata.get(CLI, True)]
+TRAIN_FIELDS = [f for f in builtin_fields() if f.metadata.get(CLI, True)]
 TRAIN_FLAGS = option_flags(TRAIN_FIELDS)

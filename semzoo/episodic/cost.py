@@ -148,12 +148,16 @@ def memory_costs(sizes: EnvSizes, *, capacity: int | float = DEFAULT_CAPACITY,
     """
     from semzoo.config import MemoryConfig, TrainConfig
 
-    config = TrainConfig(memory=MemoryConfig(capacity=int(capacity), proj_dim=proj_dim))
+    memory = MemoryConfig(capacity=int(capacity), proj_dim=proj_dim)
     sized = {"state_dim": sizes.state_dim, "n_agents": sizes.n_agents, "n_actions": sizes.n_actions,
              "obs_dim": sizes.obs_dim}
-    # a built-in memory's formula without importing it (torch's default float, 4 bytes); a plugin's from its class
-    return {name: BUILTIN_PLANS[name](config, **sized) if name in BUILTIN_PLANS
-            else memory_class(name).planned_nbytes(config, **sized) for name in memory_names()}
+    out = {}
+    for name in memory_names():
+        config = TrainConfig(algo=f"{name}-qmix", memory=memory)  # the memory's own settings at their defaults
+        # a built-in memory's formula without importing it (torch's default float, 4 bytes); a plugin's from its class
+        out[name] = (BUILTIN_PLANS[name](config, **sized) if name in BUILTIN_PLANS
+                     else memory_class(name).planned_nbytes(config, **sized))
+    return out
 
 
 def sizes_of(target: str, env_args: dict[str, Any] | None = None) -> EnvSizes:

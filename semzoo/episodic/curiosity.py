@@ -46,7 +46,8 @@ from semzoo.agents.rnn import MASKED_Q, RNNAgent
 from semzoo.episodic.plans import curiosity_bytes
 
 if TYPE_CHECKING:
-    from semzoo.config import AgentConfig, CuriosityConfig, LearnerConfig, TrainConfig
+    from semzoo.config import AgentConfig, LearnerConfig, TrainConfig
+    from semzoo.episodic.settings import CuriositySettings
     from semzoo.types import CleanBatch
 
 CURIOSITY_STREAM = 0xC0210
@@ -70,7 +71,7 @@ class Curiosity:
     """EMC's curiosity module of one run (module docstring): ``reward`` trains it and answers r^i of a batch."""
 
     def __init__(self, *, obs_dim: int, n_agents: int, n_actions: int, agent: AgentConfig, learner: LearnerConfig,
-                 curiosity: CuriosityConfig, seed: int) -> None:
+                 curiosity: CuriositySettings, seed: int) -> None:
         for name, value in (("obs_dim", obs_dim), ("n_agents", n_agents), ("n_actions", n_actions)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name}={value!r}: expected a positive int (the env's size)")
@@ -97,10 +98,11 @@ class Curiosity:
     @classmethod
     def from_config(cls, config: TrainConfig, *, obs_dim: int, n_agents: int, n_actions: int) -> Curiosity | None:
         """The curiosity of a run of ``config`` (its ``curiosity``, ``agent`` and ``learner`` sections); None when off."""
-        if not config.curiosity.curiosity:
+        settings = config.settings("curiosity")
+        if not settings.curiosity:
             return None
         return cls(obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions, agent=config.agent,
-                   learner=config.learner, curiosity=config.curiosity, seed=config.seed)
+                   learner=config.learner, curiosity=settings, seed=config.seed)
 
     # ----- the schedule --------------------------------------------------------------------------------------
 

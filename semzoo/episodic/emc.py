@@ -52,6 +52,7 @@ from semzoo.episodic.nearest import NearestIndex
 from semzoo.episodic.plans import emc_bytes
 from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.sem import project_fixed_order
+from semzoo.episodic.settings import EMCSettings
 from semzoo.episodic.target import scatter
 from semzoo.episodic.tolerance import AllClose
 from semzoo.episodic.usage import TableUsage
@@ -84,7 +85,7 @@ class EMCLookup:
     """Hits / lookups of this batch (real non-terminal steps), 0-d float64; 0 if none."""
 
 
-@register_memory("emc")
+@register_memory("emc", settings=EMCSettings)
 class EMCMemory(Memory):
     """EMC's memory of one run (module docstring): a nearest-key index of z = M s, the returns H, the curiosity."""
 
@@ -114,8 +115,8 @@ class EMCMemory(Memory):
     @classmethod
     def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
                     obs_dim: int) -> EMCMemory:
-        """D and capacity from ``config.memory``, the tolerance and loss weight from ``config.emc``, the curiosity."""
-        e = config.emc
+        """D and capacity from ``config.memory``, the tolerance and loss weight from its settings ``emc``, the curiosity."""
+        e = config.settings("emc")
         return cls(state_dim=state_dim, proj_dim=config.memory.proj_dim, capacity=config.memory.capacity,
                    gamma=config.learner.gamma, seed=config.seed, loss_weight=e.emc_loss_weight, atol=e.emc_atol,
                    rtol=e.emc_rtol,

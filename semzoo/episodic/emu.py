@@ -1,7 +1,7 @@
 """EMU's episodic memory as the registered memory "emu": a learned state embedding, desirability and the incentive.
 
 Paper: "Efficient Episodic Memory Utilization of Cooperative Multi-Agent Reinforcement Learning" (Na et al.,
-ICLR 2024). Settings: ``config.emu`` (EMUConfig), ``config.memory.proj_dim`` (D) and ``config.memory.capacity``.
+ICLR 2024). Settings: its section ``emu`` (``EMUSettings``, episodic/settings.py), ``config.memory.proj_dim`` (D) and ``config.memory.capacity``.
 
     key        x = f_phi(s, t / limit)                     the encoder of a deterministic embedder (below)
     memory     per entry: raw state s, t, key x, H (highest discounted return from s), visits N, desirable
@@ -58,6 +58,7 @@ from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, register_memory
 from semzoo.episodic.nearest import NearestIndex
 from semzoo.episodic.plans import embedder_parameter_count, emu_bytes
 from semzoo.episodic.returns import discounted_returns
+from semzoo.episodic.settings import EMUSettings
 from semzoo.episodic.target import scatter
 from semzoo.episodic.tolerance import EMU_DELTA, ZBox
 from semzoo.episodic.usage import TableUsage
@@ -78,7 +79,7 @@ EMBED_CHUNK = 1 << 16
 
 def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{name}={value!r}: expected a positive int; set it in config.emu or config.memory")
+        raise ValueError(f"{name}={value!r}: expected a positive int; set it in the emu settings or config.memory")
     return int(value)
 
 
@@ -129,7 +130,7 @@ class EMULookup:
     """The curiosity reward of the step (float, 0 when curiosity is off)."""
 
 
-@register_memory("emu")
+@register_memory("emu", settings=EMUSettings)
 class EMUMemory(Memory):
     """EMU's memory: learned keys, desirability, memory shift and the episodic incentive (see the module docstring)."""
 
@@ -197,10 +198,10 @@ class EMUMemory(Memory):
     @classmethod
     def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
                     obs_dim: int) -> EMUMemory:
-        """EMU of a run: ``config.emu``, D and capacity from ``config.memory``, gamma and seed of the run, its device."""
+        """EMU of a run: its settings ``emu``, D and capacity from ``config.memory``, gamma and seed of the run, its device."""
         from semzoo.run.device import resolve_device
 
-        e, m = config.emu, config.memory
+        e, m = config.settings("emu"), config.memory
         return cls(state_dim=state_dim, proj_dim=m.proj_dim, capacity=m.capacity, gamma=config.learner.gamma,
                    seed=config.seed, delta=e.emu_delta, hidden_dim=e.emu_hidden_dim, lr=e.emu_lr,
                    grad_clip=e.emu_grad_clip, state_loss_weight=e.emu_state_loss_weight,
@@ -209,7 +210,7 @@ class EMUMemory(Memory):
                    desirable_return=e.emu_desirable_return, init_desirability=e.emu_flag_init_desirability,
                    device=resolve_device(config.device),
                    curiosity=Curiosity.from_config(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions),
-                   curiosity_interval=config.curiosity.curiosity_decay_steps)
+                   curiosity_interval=config.settings("curiosity").curiosity_decay_steps)
 
     @classmethod
     def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:

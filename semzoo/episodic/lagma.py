@@ -3,7 +3,7 @@ values and goal-reaching code sequences, and the incentive they pay.
 
 Paper: "LAGMA: LAtent Goal-guided Multi-Agent Reinforcement Learning" (Na and Moon, ICML 2024); code
 aailabkaist/LAGMA, LAGMA_v0_release/src (learners/lagma_learner.py, modules/vae/vqvae.py, nearest_embed.py).
-Settings: ``config.lagma`` (LAGMAConfig), defaults from its config/algs/lagma_sc2.yaml. Shapes: B episodes, T steps
+Settings: its section ``lagma`` (``LAGMASettings``, episodic/settings.py), defaults from its config/algs/lagma_sc2.yaml. Shapes: B episodes, T steps
 (T+1 slots), S state size, D latent size, K codes, N states.
 
     code       k(s) = argmin_j ||z(s) - e_j||_2,  z = f(s) the encoder (S -> h -> h -> D), e_j a column of the codebook [D, K]
@@ -82,7 +82,6 @@ from __future__ import annotations
 
 import bisect
 import copy
-import dataclasses
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -91,10 +90,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from semzoo.config import LAGMAConfig
 from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, MemoryDoesNotFitEnv, register_memory
 from semzoo.episodic.plans import lagma_bytes, vqvae_parameter_count
 from semzoo.episodic.returns import discounted_returns
+from semzoo.episodic.settings import LAGMASettings
 from semzoo.episodic.usage import TableUsage
 
 if TYPE_CHECKING:
@@ -115,13 +114,13 @@ LATENT_KEY = "lagma.lagma_latent_dim"
 
 def _positive_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"{name}={value!r}: expected a positive int; set it in config.lagma")
+        raise ValueError(f"{name}={value!r}: expected a positive int; set it in the lagma settings")
     return int(value)
 
 
 def _non_negative(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < math.inf:
-        raise ValueError(f"{name}={value!r}: expected a finite number >= 0; set it in config.lagma")
+        raise ValueError(f"{name}={value!r}: expected a finite number >= 0; set it in the lagma settings")
     return float(value)
 
 
@@ -199,7 +198,7 @@ class LAGMALookup:
     """C(k(s_{t+1})), the code's moving average of returns-to-go, where on the sequence; 0 elsewhere (float)."""
 
 
-@register_memory("lagma")
+@register_memory("lagma", settings=LAGMASettings)
 class LAGMAMemory(Memory):
     """LAGMA's memory: a VQ-VAE codebook, the codes' values and sequences, the incentive (the module docstring)."""
 
@@ -282,11 +281,11 @@ class LAGMAMemory(Memory):
     @classmethod
     def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
                     obs_dim: int) -> LAGMAMemory:
-        """LAGMA of a run: ``config.lagma``, gamma and seed of the run, its device."""
+        """LAGMA of a run: its settings ``lagma``, gamma and seed of the run, its device."""
         from semzoo.run.device import resolve_device
 
         cls.check_env(config, state_dim=state_dim, n_agents=n_agents, n_actions=n_actions, obs_dim=obs_dim)
-        c = config.lagma
+        c = config.settings("lagma")
         return cls(state_dim=state_dim, n_codes=c.lagma_n_codes, latent_dim=c.lagma_latent_dim,
                    hidden_dim=c.lagma_hidden_dim, lr=c.lagma_lr, vq_coef=c.lagma_vq_coef,
                    commit_coef=c.lagma_commit_coef, coverage_coef=c.lagma_coverage_coef,
@@ -300,10 +299,10 @@ class LAGMAMemory(Memory):
                 obs_dim: int) -> tuple[TrainConfig, str | None]:
         """The default latent size (LAGMA's 8) capped by a smaller state size (the matrix games' 2-4): a code no larger
         than what it encodes. A latent size given on the command line or in the config is kept (``check_env``)."""
-        latent = config.lagma.lagma_latent_dim
-        if latent <= state_dim or latent != LAGMAConfig.lagma_latent_dim or LATENT_KEY in config.pinned:
+        latent = config.settings("lagma").lagma_latent_dim
+        if latent <= state_dim or latent != LAGMASettings.lagma_latent_dim or LATENT_KEY in config.pinned:
             return config, None
-        fitted = dataclasses.replace(config, lagma=dataclasses.replace(config.lagma, lagma_latent_dim=state_dim))
+        fitted = config.with_settings("lagma", lagma_latent_dim=state_dim)
         return fitted, (f"lagma_latent_dim={latent} (LAGMA's) is above the state size {state_dim} of {config.env}: "
                         f"the run takes lagma_latent_dim={state_dim} (its config.json says so); give "
                         "--lagma-latent-dim to choose another")
@@ -311,7 +310,7 @@ class LAGMAMemory(Memory):
     @classmethod
     def check_env(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> None:
         """A latent size above the env's state size is refused: a code would be larger than what it encodes."""
-        latent = config.lagma.lagma_latent_dim
+        latent = config.settings("lagma").lagma_latent_dim
         if latent > state_dim:
             raise MemoryDoesNotFitEnv(latent_message(latent, state_dim, config.env))
 

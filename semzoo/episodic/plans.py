@@ -135,7 +135,7 @@ def curiosity_bytes(config: TrainConfig, *, obs_dim: int, n_agents: int, n_actio
 
     ``word_bytes``: the size of torch's default float (4; 8 where a run sets float64).
     """
-    if not config.curiosity.curiosity:
+    if not config.settings("curiosity").curiosity:
         return 0
     n_params = agent_parameter_count(config.agent, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions)
     # plus the step count both optimisers keep per parameter tensor (a 0-d tensor of the default dtype)
@@ -207,7 +207,7 @@ def emu_bytes(config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: 
     the curiosity."""
     capacity, dim = config.memory.capacity, config.memory.proj_dim
     entry = 4 * state_dim + 4 + 4 + 8 + 8 + 1
-    networks = 3 * 4 * embedder_parameter_count(state_dim, dim, config.emu.emu_hidden_dim)  # weights, Adam m, v
+    networks = 3 * 4 * embedder_parameter_count(state_dim, dim, config.settings("emu").emu_hidden_dim)  # weights, Adam m, v
     curiosity = curiosity_bytes(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions, word_bytes=word_bytes)
     return capacity * entry + nearest_index_bytes(capacity, dim) + networks + curiosity
 
@@ -216,7 +216,7 @@ def lagma_bytes(config: TrainConfig, *, state_dim: int, n_agents: int, n_actions
                 word_bytes: int = 4) -> int:
     """LAGMA: the codes' windows, values and counts, the top-k sequences of every code, the VQ-VAE with Adam's
     moments."""
-    c = config.lagma
+    c = config.settings("lagma")
     k = c.lagma_n_codes
     per_code = 4 * c.lagma_value_window + 8 + 4 + 8 + 8  # window, writes, value, visits, the row window's count
     sequences = k * c.lagma_top_k * (8 + (k + 7) // 8)  # a return and a set of codes (one bit per code) each

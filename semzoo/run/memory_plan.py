@@ -321,7 +321,7 @@ def memory_size_setting(run: ResolvedRun) -> str:
         return ""
     key, flag = memory_class(algo.memory).size_setting
     section, _, name = key.rpartition(".")
-    value = getattr(getattr(config, section) if section else config, name)
+    value = getattr(config.settings(section) if section else config, name)
     return f"{flag} {value:,}" if isinstance(value, int) else f"{flag} {value}"
 
 

@@ -113,19 +113,21 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
     for key, values in axes.items():
         if not values:
             raise ValueError(f"grid axis {key!r} has no values: expected KEY=V1,V2,... such as memory.lam=0,0.1,0.3")
-    base = apply_overrides(TrainConfig().to_dict(), overrides or {})
+    apply_overrides(TrainConfig().to_dict(), overrides or {})  # each override a config key (ValueError if not)
     defaults = {f.key: f.default for f in [*config_fields(), *component_fields()]}
     trials: list[Trial] = []
     names: dict[str, TrainConfig] = {}
     for env in envs:
         for algo in algos:
+            # a component's own setting (curiosity.*, best.bonus) reaches the trials of the algorithms that use it
+            given = {key: value for key, value in (overrides or {}).items() if _acts_in(key, algo)}
+            base = apply_overrides(TrainConfig(algo=algo).to_dict(), given)
             for cell in _cells(axes, algo):
                 for seed in seeds:
                     data = {**apply_overrides(base, cell), "env": env, "algo": algo, "seed": int(seed),
                             "steps": steps, "out": str(out), "run_name": None,
                             # set here: the runtime and the preset keep off them, as off flags typed in `train`
-                            "pinned": sorted({*(overrides or {}).get("pinned", ()), *(overrides or {}), *cell}
-                                             - {"pinned"})}
+                            "pinned": sorted({*given.get("pinned", ()), *given, *cell} - {"pinned"})}
                     config = resolve(TrainConfig.from_dict(data)).config  # the id judged, the preset applied
                     resolved = config.to_dict()
                     variant = [setting_text(key, value) for key in cell
@@ -169,10 +171,15 @@ def _cells(axes: Mapping[str, Sequence[Any]], algo: str) -> list[dict[str, Any]]
     of a component's own settings (``best.bonus``) only for an algorithm that uses it."""
     if not parse_algorithm(algo).has_memory:
         axes = {key: values for key, values in axes.items() if not key.startswith("memory.")}
-    components = registered_components()
-    axes = {key: values for key, values in axes.items()
-            if (owner := components.get(key.partition(".")[0])) is None or owner.used_by(algo)}
+    axes = {key: values for key, values in axes.items() if _acts_in(key, algo)}
     return [dict(zip(axes, combo, strict=True)) for combo in itertools.product(*axes.values())]
+
+
+def _acts_in(key: str, algo: str) -> bool:
+    """Whether a config key is set in a run of ``algo``: a component's own setting only where the algorithm uses the
+    component, every other key always."""
+    owner = registered_components().get(key.partition(".")[0]) if "." in key else None
+    return owner is None or owner.used_by(algo)
 
 
 def _value(data: dict[str, Any], key: str) -> Any:
