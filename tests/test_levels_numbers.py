@@ -1,0 +1,93 @@
+"""The leave-one-out table of docs/results.md ("Why are the levels lower?"), recomputed from the kept runs.
+
+Each row "without SMAC's X (`part=value`)" is the kept run of QMIX on 2s3z with the profile and that part set back
+to SMAX's, seed 0; the row "whole profile (seeds 0-2)" gives each figure's range over the profile's three QMIX seeds.
+The figures are those of ``scripts/curves.py`` (the win rate of the evaluation at 100k, 250k and 500k, the curve's
+mean and best to 500k, the first evaluation at 0.9 or more), the absolute metric (absolute.json) and the training
+win rate from 100k (``scripts/check_results_numbers.py``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+from semzoo.runfiles import read_metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "docs" / "results" / "smax-smac-profile"
+HEADER = "| QMIX, 2s3z, seed 0 | at 100k | at 250k | at 500k |"
+
+
+def _curves():
+    spec = importlib.util.spec_from_file_location("curves", ROOT / "scripts" / "curves.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def figures(run: Path) -> list[str]:
+    """The cells of a run's row, as the table prints them."""
+    curves = _curves()
+    points = curves.curve(run, "test_win_rate", 500_000)
+    values = [value for _, value in points]
+    first = next((step for step, value in points if value >= 0.9), None)
+    wins = [row["value"] for row in read_metrics(run) if row["name"] == "win_rate" and row["env_steps"] > 100_000]
+    absolute = json.loads((run / "absolute.json").read_text())["test_win_rate"]
+    return [*(f"{curves.at(points, step):.2f}" for step in (100_000, 250_000, 500_000)),
+            f"{statistics.mean(values):.2f}", f"{max(values):.2f}", "never" if first is None else f"{first // 1000}k",
+            f"{absolute:.2f}", f"{100 * statistics.fmean(wins):.1f} %"]
+
+
+def spread(cells: list[str]) -> str:
+    """Cells of several runs as one: the value they share, else 'lowest-highest' (``0.25-0.53``, ``80k-120k``,
+    ``26.4-50.5 %``)."""
+    if len(set(cells)) == 1:
+        return cells[0]
+    if cells[0].endswith(" %"):
+        low, high = sorted(cells, key=lambda cell: float(cell.removesuffix(" %")))[::len(cells) - 1]
+        return f"{low.removesuffix(' %')}-{high}"
+    low, high = sorted(cells, key=lambda cell: float(cell.removesuffix("k")))[::len(cells) - 1]
+    return f"{low}-{high}"
+
+
+def table_rows() -> list[list[str]]:
+    lines = (ROOT / "docs" / "results.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(HEADER))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+ROWS = table_rows()
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row[0] for row in ROWS])
+def test_each_row_of_the_leave_one_out_table_is_what_its_runs_give(row):
+    label, cells = row[0], row[1:]
+    if label.startswith("whole profile"):
+        runs = [RUNS / f"smax_2s3z_qmix_profile-smac_seed{seed}" for seed in range(3)]
+        assert [spread(list(column)) for column in zip(*map(figures, runs), strict=True)] == cells
+        return
+    part, value = re.fullmatch(r"without .* \(`(\w+)=(\w+)`\)", label).groups()  # type: ignore[union-attr]
+    run = RUNS / f"smax_2s3z_qmix_profile-smac_no-{part}_seed0"
+    config = json.loads((run / "config.json").read_text())
+    assert {key: json.dumps(v).strip('"') for key, v in config["env_args"].items()} == {"profile": "smac", part: value}
+    assert config["algo"] == "qmix"
+    assert config["steps"] == 500_000 and config["seed"] == 0
+    assert figures(run) == cells
+
+
+def test_the_table_has_a_row_for_every_kept_part():
+    kept = sorted(path.name for path in RUNS.glob("smax_2s3z_qmix_profile-smac_no-*_seed0"))
+    parts = sorted(re.search(r"`(\w+)=", row[0]).group(1) for row in ROWS[1:])  # type: ignore[union-attr]
+    assert [f"smax_2s3z_qmix_profile-smac_no-{part}_seed0" for part in parts] == kept
