@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import subprocess
 import sys
@@ -202,3 +203,13 @@ def test_resume_help_names_every_flag_that_applies():
     for key in RESUME_FLAGS:
         assert TRAIN_FLAGS[key] in text, (TRAIN_FLAGS[key], text)
     assert "--tensorboard" in text
+
+
+def test_memory_costs_defaults_are_the_configs():
+    """`semzoo memory-cost` prices the table `semzoo train` builds: its --memory-capacity and --proj-dim default to
+    the config's, declared once."""
+    from semzoo.cli.listing import memory_cost
+    from semzoo.config import MemoryConfig
+
+    params = {p.name: p.default.default for p in inspect.signature(memory_cost).parameters.values()}
+    assert (params["capacity"], params["proj_dim"]) == (MemoryConfig().capacity, MemoryConfig().proj_dim)

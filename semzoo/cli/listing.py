@@ -15,6 +15,7 @@ from semzoo.cli.base import (
     fail,
     parse_env_args,
 )
+from semzoo.config import MemoryConfig
 
 
 def _wrapped_echo(ctx: typer.Context) -> Callable[..., None]:
@@ -137,9 +138,10 @@ def memory_cost(
     obs_size: int | None = typer.Option(None, metavar="INTEGER",
                                         help="One agent's observation size, for the curiosity networks of EMC "
                                         "and EMU (with --agents/--actions/--state-size; default: the state size F)."),
-    capacity: float = typer.Option(1e6, "--memory-capacity", metavar="FLOAT", help="Entries per table |Q|, as `train "
-                                   "--memory-capacity` (the paper: 1e6; scientific notation allowed)."),
-    proj_dim: int = typer.Option(4, metavar="INTEGER",
+    capacity: float = typer.Option(float(MemoryConfig.capacity), "--memory-capacity", metavar="FLOAT",
+                                   help="Entries per table |Q|, as `train --memory-capacity` (the paper: 1e6; "
+                                   "scientific notation allowed)."),
+    proj_dim: int = typer.Option(MemoryConfig.proj_dim, metavar="INTEGER",
                                  help="Random-projection size D, as `train --proj-dim` (the paper: 4)."),
     env_arg: list[str] = typer.Option([], metavar="KEY=VALUE", help="Passed to the env factory (VALUE parsed as "
                                       "JSON, else a string); repeatable."),
