@@ -91,3 +91,36 @@ def test_the_table_has_a_row_for_every_kept_part():
     kept = sorted(path.name for path in RUNS.glob("smax_2s3z_qmix_profile-smac_no-*_seed0"))
     parts = sorted(re.search(r"`(\w+)=", row[0]).group(1) for row in ROWS[1:])  # type: ignore[union-attr]
     assert [f"smax_2s3z_qmix_profile-smac_no-{part}_seed0" for part in parts] == kept
+
+
+CORE_HEADER = "| run | at 100k | at 250k | at 500k | curve mean | best | first >= 0.9 | absolute (320 episodes) |"
+
+
+def core_rows() -> list[list[str]]:
+    lines = (ROOT / "docs" / "results.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line == CORE_HEADER)
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+CORE = core_rows()
+
+
+@pytest.mark.parametrize("row", CORE, ids=[row[0] for row in CORE])
+def test_each_row_of_the_core_2s3z_table_is_what_its_run_gives(row):
+    run = RUNS / row[0]
+    config = json.loads((run / "config.json").read_text())
+    assert config["env"] == "smax:2s3z" and config["env_args"] == {"profile": "smac"} and config["steps"] == 500_000
+    absolute = json.loads((run / "absolute.json").read_text())
+    cells = figures(run)[:7]
+    cells[-1] += f" (agent of {absolute['step'] // 1000}k)"
+    assert cells == row[1:]
+
+
+def test_the_core_table_has_every_kept_core_run_of_2s3z():
+    kept = sorted(path.name for path in RUNS.glob("smax_2s3z_*_profile-smac_seed*"))
+    assert [row[0] for row in CORE] == kept
