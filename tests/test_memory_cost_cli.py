@@ -116,8 +116,8 @@ def test_every_registered_memory_is_reported_with_what_the_memory_plan_counts():
 
     result = invoke("--agents", "3", "--actions", "5", "--state-size", "10", "--obs-size", "7", "--memory-capacity", "2000")
     assert result.exit_code == 0, result.output
-    config = TrainConfig(memory=MemoryConfig(capacity=2000))
     for name in memory_names():
+        config = TrainConfig(algo=f"{name}-qmix", memory=MemoryConfig(capacity=2000))  # with its own settings
         nbytes = memory_class(name).planned_nbytes(config, state_dim=10, n_agents=3, n_actions=5, obs_dim=7)
         # mc (the own-return ablation) keeps nothing; a test's plugin memory may plan nothing either
         assert nbytes > 0 or name == "mc" or not memory_class(name).__module__.startswith("semzoo."), name
