@@ -50,7 +50,7 @@ def train_one(algo: str, game: str, seed: int, setting: Setting) -> tuple[str, s
     import torch
 
     torch.set_num_threads(1)
-    from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
+    from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, TrainConfig
     from semzoo.envs.registry import make_env
     from semzoo.run.trainer import Trainer
 
@@ -59,12 +59,15 @@ def train_one(algo: str, game: str, seed: int, setting: Setting) -> tuple[str, s
         env=f"matrix:{game}", env_args=env_args, algo=algo, steps=setting.steps, seed=seed, n_envs=setting.n_envs,
         test_episodes=setting.n_envs, test_interval=10**9, log_interval=10**9, save_interval=0, device="cpu",
         exploration=ExplorationConfig(epsilon_start=setting.epsilon, epsilon_finish=setting.epsilon),
-        mixer=MixerConfig(wqmix_alpha=setting.wqmix_alpha, qplex_heads=setting.qplex_heads),
         # One-step games: the memory table must be written before it can be read, so update it every collection.
         memory=MemoryConfig(pending_size=setting.n_envs),
         learner=LearnerConfig(lr=setting.lr, batch_size=setting.batch_size, buffer_size=max(setting.steps, setting.batch_size),
                               updates_per_episode=setting.updates_per_episode),
     )
+    if "wqmix" in config.components:
+        config = config.with_settings("wqmix", wqmix_alpha=setting.wqmix_alpha)
+    if "qplex" in config.components:
+        config = config.with_settings("qplex", qplex_heads=setting.qplex_heads)
     started = time.perf_counter()
     trainer = Trainer(config)
     try:

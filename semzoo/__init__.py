@@ -19,7 +19,9 @@ _HOMES = {
     "AgentConfig": "semzoo.config", "ExplorationConfig": "semzoo.config", "LearnerConfig": "semzoo.config",
     "CuriositySettings": "semzoo.episodic.settings", "EMCSettings": "semzoo.episodic.settings",
     "EMUSettings": "semzoo.episodic.settings", "LAGMASettings": "semzoo.episodic.settings",
-    "MemoryConfig": "semzoo.config", "MixerConfig": "semzoo.config", "TrainConfig": "semzoo.config",
+    "MemoryConfig": "semzoo.config", "TrainConfig": "semzoo.config",
+    "QMIXSettings": "semzoo.mixers.settings", "QPLEXSettings": "semzoo.mixers.settings",
+    "WQMIXSettings": "semzoo.mixers.settings",
     "make_env": "semzoo.envs.registry", "register_env": "semzoo.envs.registry",
     "Memory": "semzoo.episodic.memory", "memory_names": "semzoo.episodic.memory",
     "register_memory": "semzoo.episodic.memory",
@@ -39,7 +41,6 @@ if TYPE_CHECKING:
         ExplorationConfig,
         LearnerConfig,
         MemoryConfig,
-        MixerConfig,
         TrainConfig,
     )
     from semzoo.envs.registry import make_env, register_env
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from semzoo.episodic.settings import CuriositySettings, EMCSettings, EMUSettings, LAGMASettings
     from semzoo.mixers.base import Mixer
     from semzoo.mixers.registry import register_mixer
+    from semzoo.mixers.settings import QMIXSettings, QPLEXSettings, WQMIXSettings
     from semzoo.resolution import ResolvedRun, resolve
     from semzoo.run.evaluation import absolute_metric, evaluate_run
     from semzoo.run.multi import resume_seeds, train_seeds
@@ -68,10 +70,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "AgentConfig", "Algorithm", "CuriositySettings", "EMCSettings", "EMUSettings", "ExplorationConfig", "LAGMASettings",
-    "LearnerConfig",
-    "Memory", "MemoryConfig", "Mixer", "MixerConfig",
-    "Policy", "ResolvedRun", "TrainConfig", "Trainer", "__version__", "absolute_metric", "algorithm_ids", "evaluate_run", "load_policy", "make_env",
-    "memory_names", "register_algorithm", "register_env", "register_memory", "register_mixer", "resolve", "resume", "resume_seeds",
-    "train", "train_seeds",
+    "AgentConfig", "Algorithm", "CuriositySettings", "EMCSettings", "EMUSettings", "ExplorationConfig",
+    "LAGMASettings", "LearnerConfig", "Memory", "MemoryConfig", "Mixer", "Policy", "QMIXSettings", "QPLEXSettings",
+    "ResolvedRun", "TrainConfig", "Trainer", "WQMIXSettings", "__version__", "absolute_metric", "algorithm_ids",
+    "evaluate_run", "load_policy", "make_env", "memory_names", "register_algorithm", "register_env",
+    "register_memory", "register_mixer", "resolve", "resume", "resume_seeds", "train", "train_seeds",
 ]

@@ -183,8 +183,7 @@ def make_run_mixer(config: TrainConfig, algo: AlgorithmId, env: Any) -> Mixer:
 
     try:
         return make_mixer(algo.mixer, n_agents=env.n_agents, state_dim=env.state_dim, n_actions=env.n_actions,
-                          config=config.mixer, state_layout=getattr(env, "state_layout", None),
-                          settings=config.components.get(algo.mixer))
+                          state_layout=getattr(env, "state_layout", None), settings=config.components.get(algo.mixer))
     except MissingStateLayout as err:
         raise MissingStateLayout(f"env {config.env!r} {err}") from None
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from semzoo import settings as _settings
 from semzoo.episodic.settings import MEMORY_SETTINGS
+from semzoo.mixers.settings import MIXER_SETTINGS
 from semzoo.plugins import check_free, load_plugins
 
 # the settings helpers, also importable from here (``X as X``: re-exported)
@@ -55,38 +56,6 @@ class AgentConfig:
     """Append a one-hot agent id to each observation."""
     obs_last_action: bool = True
     """Append the agent's previous action (one-hot) to each observation."""
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-
-@dataclass(frozen=True, kw_only=True)
-class MixerConfig:
-    """Mixing-network sizes; each mixer reads the fields it needs."""
-
-    embed_dim: int = ranged(32, AT_LEAST_ONE)
-    """QMIX mixing embedding size."""
-    hypernet_dim: int = ranged(64, AT_LEAST_ONE)
-    """Hidden size of QMIX's 2-layer hypernetworks."""
-    qplex_heads: int = ranged(4, AT_LEAST_ONE)
-    """Attention heads of QPLEX's advantage weights (4 for SMAC, 10 for matrix games in the original settings)."""
-    qplex_attend_dim: int = ranged(32, AT_LEAST_ONE)
-    """Per-head key/query size of QPLEX's attention."""
-    qplex_transformation: Literal["general", "qatten"] = "general"
-    """QPLEX's transformation weights w_i(s), v_i(s): 'general' (|hypernet(s)|, per-agent biases; the "dmaq" mixer) or
-    'qatten' (Qatten's multi-head softmax attention over the env's per-unit state features plus V(s)/n: the
-    authors' SMAC setup, "dmaq_qatten"; needs an env that declares its state layout, such as smax: and smac:)."""
-    qplex_lambda_layers: int = ranged(2, Range(low=1, high=2), "1 is the authors' SMAC setup")
-    """Layers of each of QPLEX's lambda networks (key, agent and action): 2 (a hidden layer of qplex_attend_dim shared
-    by the heads) or 1 (one linear layer per head, the authors' adv_hypernet_layers: 1 on SMAC)."""
-    qatten_heads: int = ranged(4, AT_LEAST_ONE, "the authors use 4")
-    """Attention heads of the Qatten transformation (its weights sum to 1 per head, so to qatten_heads per state)."""
-    qatten_reg: float = ranged(0.001, NON_NEGATIVE, "the authors use 0.001")
-    """Weight of the Qatten attention regulariser, reg * sum_heads mean(logit^2), added to the loss (qatten only)."""
-    central_embed_dim: int = ranged(256, AT_LEAST_ONE)
-    """Hidden size of WQMIX's unrestricted central mixer Q* (3 hidden layers and a V(s) head, as the authors')."""
-    wqmix_alpha: float = ranged(0.75, Range(low=0, high=1, low_open=True), "a weight; the SEM paper uses 0.75")
-    """Weight given by WQMIX to joint actions that are not (believed) optimal; the SEM paper's WQMIX (CW) on SMAC: 0.75."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -249,8 +218,6 @@ class TrainConfig:
     resumed."""
     agent: AgentConfig = field(default_factory=AgentConfig)
     """The agent network."""
-    mixer: MixerConfig = field(default_factory=MixerConfig)
-    """The mixing network."""
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     """The episodic memory's shared settings (every <memory>- algorithm; lambda and the table's pending set: SEM, SAEM)."""
     learner: LearnerConfig = field(default_factory=LearnerConfig)
@@ -273,10 +240,10 @@ class TrainConfig:
     even at their default. The command line fills it with the flags typed; from Python, name them here."""
     components: dict[str, Any] = field(default_factory=dict, metadata={CLI: False, _settings.HOLDER: True})
     """The own settings of the registered components the algorithm uses (a memory or mixer registered with a
-    ``settings`` dataclass: EMC's ``emc`` and ``curiosity``, EMU's ``emu`` and ``curiosity``, LAGMA's ``lagma``, a
-    plugin's), section name -> settings, filled with their defaults; config.json stores each as a section of its own
-    (``"lagma": {"lagma_n_codes": 64, ...}``), ``--set lagma.lagma_n_codes=256`` sets one, and so does its flag
-    (``--lagma-n-codes``) for a built-in memory's."""
+    ``settings`` dataclass: QMIX's ``qmix``, QPLEX's ``qplex``, WQMIX's ``wqmix``; EMC's ``emc`` and ``curiosity``,
+    EMU's ``emu`` and ``curiosity``, LAGMA's ``lagma``; a plugin's), section name -> settings, filled with their
+    defaults; config.json stores each as a section of its own (``"lagma": {"lagma_n_codes": 64, ...}``), ``--set
+    lagma.lagma_n_codes=256`` sets one, and so does its flag (``--lagma-n-codes``) for a built-in component's."""
 
     def __post_init__(self) -> None:
         if isinstance(self.pinned, list):  # from JSON
@@ -324,6 +291,7 @@ class TrainConfig:
         A section no built-in field holds is a registered component's settings; the plugins are loaded first, so
         a run of a plugin memory reads back where the plugin is installed or named in ``SEMZOO_PLUGINS``.
         """
+        data = _from_mixer_section(data)
         sections = config_sections(cls)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
@@ -336,6 +304,42 @@ class TrainConfig:
                              "section of a registered component (a plugin's: import it with --plugin MODULE)")
         kwargs = {k: (sections[k](**v) if k in sections else v) for k, v in data.items() if k in known}
         return cls(**{**kwargs, "components": components})
+
+
+OLD_MIXER_KEYS: dict[str, tuple[str, ...]] = {
+    "embed_dim": ("qmix.embed_dim", "qplex.qplex_embed_dim"),
+    "hypernet_dim": ("qmix.hypernet_dim", "qplex.qplex_hypernet_dim"),
+    **{name: (f"qplex.{name}",) for name in ("qplex_heads", "qplex_attend_dim", "qplex_transformation",
+                                               "qplex_lambda_layers", "qatten_heads", "qatten_reg")},
+    "central_embed_dim": ("wqmix.central_embed_dim",), "wqmix_alpha": ("wqmix.wqmix_alpha",),
+}
+"""A field of the one-section layout of the mixers' sizes (``mixer``) that a kept run's config.json may hold -> the
+keys of the mixers' own settings that hold it (QMIX's and QPLEX's embedding sizes were one field there)."""
+
+
+def _from_mixer_section(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with a stored ``mixer`` section moved to the sections of the mixers that read it, for the mixers the
+    run's algorithm trains with (the others never read their fields); its ``pinned`` keys follow."""
+    if "mixer" not in data:
+        return data
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items() if k != "mixer"}
+    algo = str(out.get("algo", _DEFAULT_ALGO))
+    used = {name for name, c in _COMPONENTS.items() if c.kind == "mixer" and c.used_by(algo)}
+
+    def moved(field_name: str) -> list[str]:
+        if field_name not in OLD_MIXER_KEYS:
+            raise ValueError(f"unknown config key 'mixer.{field_name}': expected one of the former mixer section's "
+                             f"{sorted(OLD_MIXER_KEYS)}")
+        return [key for key in OLD_MIXER_KEYS[field_name] if key.partition(".")[0] in used]
+
+    for field_name, value in data["mixer"].items():
+        for key in moved(field_name):
+            section, _, name = key.partition(".")
+            out.setdefault(section, {}).setdefault(name, value)
+    if "pinned" in out:
+        out["pinned"] = [new for key in out["pinned"]
+                         for new in (moved(key.partition(".")[2]) if key.startswith("mixer.") else [key])]
+    return out
 
 
 def _config_keys() -> frozenset[str]:
@@ -358,6 +362,7 @@ def config_fields(cls: type = TrainConfig) -> list[ConfigField]:
     return _settings.config_fields(cls)
 
 
+_DEFAULT_ALGO = next(f.default for f in dataclasses.fields(TrainConfig) if f.name == "algo")
 SECTIONS = config_sections(TrainConfig)
 """The nested sections of ``TrainConfig``, name -> dataclass; from_dict, ``sweep --set`` and the CLI read it."""
 
@@ -419,9 +424,12 @@ def register_settings(kind: Literal["memory", "mixer"], name: str, settings: typ
 
 for _name, (_settings_class, _users) in MEMORY_SETTINGS.items():
     register_settings("memory", _name, _settings_class, users=_users)
-BUILTIN_COMPONENTS = frozenset(MEMORY_SETTINGS)
-"""The sections of the built-in memories' own settings (``curiosity``, ``emc``, ``emu``, ``lagma``): known from
-the start, and each field a flag of `train` (a plugin's settings take ``--set``)."""
+for _name, (_settings_class, _users) in MIXER_SETTINGS.items():
+    register_settings("mixer", _name, _settings_class, users=_users)
+BUILTIN_COMPONENTS = frozenset(MEMORY_SETTINGS) | frozenset(MIXER_SETTINGS)
+"""The sections of the built-in memories' and mixers' own settings (``curiosity``, ``emc``, ``emu``, ``lagma``;
+``qmix``, ``qplex``, ``wqmix``): known from the start, and each field a flag of `train` (a plugin's settings take
+``--set``)."""
 
 
 def registered_components() -> dict[str, Component]:

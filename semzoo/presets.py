@@ -63,8 +63,8 @@ class PresetRule:
 _QPLEX_SMAC = PresetRule(
     applies_to="qplex and <memory>-qplex",
     matches=lambda algo: algo.mixer == "qplex",
-    fields={"mixer.qplex_transformation": "qatten", "mixer.qplex_lambda_layers": 1, "mixer.qplex_attend_dim": 64,
-            "mixer.qatten_heads": 4, "mixer.qatten_reg": 0.001, "learner.updates_per_episode": 2.0,
+    fields={"qplex.qplex_transformation": "qatten", "qplex.qplex_lambda_layers": 1, "qplex.qplex_attend_dim": 64,
+            "qplex.qatten_heads": 4, "qplex.qatten_reg": 0.001, "learner.updates_per_episode": 2.0,
             "learner.target_update_episodes": 100, "learner.learn_start_episodes": 100},
     source="wjh720/QPLEX pymarl-master/src/config/algs/qplex_qatten_sc2.yaml and its README's SMAC command "
            "(num_circle=2; run.py counts the target period of 200 in updates, so 100 episodes)",

@@ -193,7 +193,7 @@ GOLDEN_OVERRIDES: dict[str, Any] = {
     "save_interval": 0, "threads": 1, "device": "cpu", "sequential": True,
     "learner.batch_size": 4, "learner.buffer_size": 16, "learner.target_update_episodes": 8, "learner.lr": 5e-3,
     "memory.lam": 0.5, "memory.pending_size": 30, "memory.capacity": 1000,
-    "mixer.central_embed_dim": 32, "mixer.qplex_heads": 2,
+    "wqmix.central_embed_dim": 32, "qplex.qplex_heads": 2,
     "exploration.epsilon_anneal_steps": 200,
 }
 """Where a golden run departs from ``TrainConfig()``, by config key: a short run that still makes a few updates,
@@ -206,9 +206,15 @@ SAEM_OVERRIDES: dict[str, Any] = {"memory.miss_rule": "zero"}
 
 
 def golden_overrides(env: str, algo: str) -> dict[str, Any]:
-    """The config keys a golden run of (env, algo) sets, with their values (``GOLDEN_OVERRIDES`` and the rest)."""
-    return {"env": env, "algo": algo, **GOLDEN_OVERRIDES, **(SMAX_OVERRIDES if env.startswith("smax:") else {}),
-            **(SAEM_OVERRIDES if algo.startswith("saem-") else {})}
+    """The config keys a golden run of (env, algo) sets, with their values (``GOLDEN_OVERRIDES`` and the rest); a
+    component's key (``qplex.qplex_heads``) only where the algorithm trains with that component."""
+    from semzoo.config import registered_components
+
+    components = registered_components()
+    overrides = {"env": env, "algo": algo, **GOLDEN_OVERRIDES, **(SMAX_OVERRIDES if env.startswith("smax:") else {}),
+                 **(SAEM_OVERRIDES if algo.startswith("saem-") else {})}
+    return {key: value for key, value in overrides.items()
+            if key.partition(".")[0] not in components or components[key.partition(".")[0]].used_by(algo)}
 
 
 def golden_config_dict(env: str, algo: str) -> dict[str, Any]:

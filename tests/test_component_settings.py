@@ -104,12 +104,12 @@ def test_the_docs_count_one_file_for_a_plugin_memory_or_mixer_with_settings():
 
 
 def test_the_section_is_in_the_configs_of_the_ids_that_use_the_memory_only(toy):
-    used = TrainConfig(algo="best-qmix")
+    used = TrainConfig(algo="best-vdn")
     assert used.components == {"best": toy.BestSettings()} and used.to_dict()["best"] == {"bonus": toy.BONUS}
     assert TrainConfig.from_dict(used.to_dict()) == used
-    assert "best" not in TrainConfig(algo="qmix").to_dict() and TrainConfig(algo="qmix").components == {}
+    assert "best" not in TrainConfig(algo="vdn").to_dict() and TrainConfig(algo="vdn").components == {}
     assert [f.key for f in component_fields("best-vdn")] == ["best.bonus"] and not component_fields("sem-vdn")
-    assert dataclasses.replace(used, algo="qmix").components == {}  # the defaults of a part it no longer uses go
+    assert dataclasses.replace(used, algo="vdn").components == {}  # the defaults of a part it no longer uses go
     with pytest.raises(ValueError, match=r"^best\.\* set for algo='qmix', which does not train with memory 'best'"):
         TrainConfig(algo="qmix", components={"best": {"bonus": 0.5}})
     with pytest.raises(ValueError, match=r"^best\.nope: not a setting of memory 'best'; expected one of best\.bonus"):

@@ -17,7 +17,6 @@ from semzoo.config import (
     ExplorationConfig,
     LearnerConfig,
     MemoryConfig,
-    MixerConfig,
     TrainConfig,
     component_fields,
     config_fields,
@@ -25,6 +24,7 @@ from semzoo.config import (
     registered_components,
 )
 from semzoo.episodic.settings import CuriositySettings, EMCSettings, EMUSettings, LAGMASettings
+from semzoo.mixers.settings import MIXER_SETTINGS, QMIXSettings, QPLEXSettings, WQMIXSettings
 from semzoo.presets import RUNTIMES
 from semzoo.resolution import resolve
 
@@ -34,10 +34,11 @@ NUMERIC = [f for f in FIELDS if f.type in (int, float) or f.type == int | None]
 
 
 def with_value(key: str, value) -> dict:
-    """``TrainConfig().to_dict()`` with one field (``section.name`` or ``name``) set to ``value``; for a memory's own
-    setting, the config of an algorithm on that memory."""
+    """``TrainConfig().to_dict()`` with one field (``section.name`` or ``name``) set to ``value``; for a component's
+    own setting, the config of an algorithm that uses it (``<memory>-qmix``, or the mixer's base)."""
     component = registered_components().get(key.rpartition(".")[0])
-    algo = f"{(component.users or (component.name,))[0]}-qmix" if component is not None else TrainConfig().algo
+    user = (component.users or (component.name,))[0] if component is not None else None
+    algo = TrainConfig().algo if user is None else user if component.kind == "mixer" else f"{user}-qmix"
     return merged(TrainConfig(algo=algo).to_dict(), key, value)
 
 
@@ -54,7 +55,7 @@ def test_default_config_is_the_readmes_main_job():
 
 
 def test_sections_are_the_dataclass_fields_of_train_config():
-    expected = {"agent": AgentConfig, "mixer": MixerConfig, "memory": MemoryConfig, "learner": LearnerConfig,
+    expected = {"agent": AgentConfig, "memory": MemoryConfig, "learner": LearnerConfig,
                 "exploration": ExplorationConfig}
     assert expected == SECTIONS
 
@@ -62,14 +63,47 @@ def test_sections_are_the_dataclass_fields_of_train_config():
 def test_the_built_in_memories_settings_are_components_of_the_ids_that_use_them():
     components = registered_components()
     assert {name: components[name].settings for name in BUILTIN_COMPONENTS} == {
-        "curiosity": CuriositySettings, "emc": EMCSettings, "emu": EMUSettings, "lagma": LAGMASettings}
-    assert sorted(TrainConfig(algo="emc-qmix").components) == ["curiosity", "emc"]
+        "curiosity": CuriositySettings, "emc": EMCSettings, "emu": EMUSettings, "lagma": LAGMASettings,
+        "qmix": QMIXSettings, "qplex": QPLEXSettings, "wqmix": WQMIXSettings}
+    assert sorted(TrainConfig(algo="emc-qmix").components) == ["curiosity", "emc", "qmix"]
     assert sorted(TrainConfig(algo="emu-vdn").components) == ["curiosity", "emu"]
-    assert sorted(TrainConfig(algo="lagma-qplex").components) == ["lagma"]
-    assert TrainConfig(algo="sem-qmix").components == {} == TrainConfig(algo="qmix").components
+    assert sorted(TrainConfig(algo="lagma-qplex").components) == ["lagma", "qplex"]
+    assert sorted(TrainConfig(algo="sem-qmix").components) == ["qmix"] == sorted(TrainConfig(algo="qmix").components)
     assert "emc" not in TrainConfig(algo="qmix").to_dict() and "emc" in TrainConfig(algo="emc-qmix").to_dict()
     with pytest.raises(ValueError, match=r"^emc\.\* set for algo='qmix', which does not train with memory 'emc'"):
         TrainConfig(algo="qmix", components={"emc": {"emc_loss_weight": 0.5}})
+
+
+@pytest.mark.parametrize(("algo", "sections"), [("vdn", []), ("qmix", ["qmix"]), ("sem-qplex", ["qplex"]),
+                                                ("cw-qmix", ["qmix", "wqmix"]), ("sem-ow-qmix", ["qmix", "wqmix"])])
+def test_each_mixer_owns_its_settings_in_the_configs_of_the_ids_on_it(algo, sections):
+    assert sorted(TrainConfig(algo=algo).components) == sections
+    with pytest.raises(ValueError, match=r"^qplex\.\* set for algo='qmix', which does not train with mixer 'qplex'"):
+        TrainConfig(algo="qmix", components={"qplex": {"qplex_heads": 2}})
+
+
+def test_a_stored_config_of_the_one_mixer_section_reads_as_the_same_run():
+    """config.json of the former layout held every mixer's sizes in one section ``mixer``: each field now reads
+    into the section of the mixer that uses it, the other mixers' fields (which the run never read) are dropped,
+    and pinned keys follow."""
+    old = {"embed_dim": 16, "hypernet_dim": 64, "qplex_heads": 2, "qplex_attend_dim": 32,
+           "qplex_transformation": "qatten", "qplex_lambda_layers": 2, "qatten_heads": 4, "qatten_reg": 0.001,
+           "central_embed_dim": 32, "wqmix_alpha": 0.5}
+
+    def stored(algo: str, pinned: list[str]) -> TrainConfig:
+        data = {k: v for k, v in TrainConfig(algo=algo).to_dict().items() if k not in MIXER_SETTINGS}
+        return TrainConfig.from_dict({**data, "mixer": old, "pinned": pinned})
+
+    cw = stored("cw-qmix", ["mixer.wqmix_alpha", "mixer.qplex_heads", "n_envs"])
+    assert cw.settings("qmix") == QMIXSettings(embed_dim=16) and "qplex" not in cw.components
+    assert cw.settings("wqmix") == WQMIXSettings(central_embed_dim=32, wqmix_alpha=0.5)
+    assert cw.pinned == ("wqmix.wqmix_alpha", "n_envs")
+    qplex = stored("sem-qplex", ["mixer.embed_dim"])
+    assert qplex.settings("qplex") == QPLEXSettings(qplex_embed_dim=16, qplex_heads=2, qplex_transformation="qatten")
+    assert qplex.pinned == ("qplex.qplex_embed_dim",) and sorted(qplex.components) == ["qplex"]
+    assert stored("vdn", []) == TrainConfig(algo="vdn")
+    with pytest.raises(ValueError, match=r"^unknown config key 'mixer.width'"):
+        TrainConfig.from_dict({"algo": "qmix", "mixer": {"width": 3}})
 
 
 def test_a_stored_config_with_every_section_at_its_defaults_still_reads():

@@ -16,7 +16,7 @@ import itertools
 from typing import Any
 
 import pytest
-from golden_runs import ALGOS, ENVS, GOLDEN_OVERRIDES, SAEM_OVERRIDES, SMAX_OVERRIDES, golden_config
+from golden_runs import ALGOS, ENVS, GOLDEN_OVERRIDES, SAEM_OVERRIDES, SMAX_OVERRIDES, golden_config, golden_overrides
 
 from semzoo.config import BUILTIN_COMPONENTS, TrainConfig, component_fields, config_fields
 
@@ -43,11 +43,13 @@ PINNED: dict[str, tuple[Any, str]] = {
     "agent.obs_agent_id": (True, f"{PYMARL}: obs_agent_id True"),
     "agent.obs_last_action": (True, f"{PYMARL}: obs_last_action True"),
     # the mixers
-    "mixer.embed_dim": (32, f"{PYMARL_QMIX}: mixing_embed_dim 32 (QMIX's as the paper's appendix adopts)"),
-    "mixer.hypernet_dim": (64, f"{PYMARL_QMIX}: hypernet_layers 2, hypernet_embed 64"),
-    "mixer.qplex_heads": (4, f"{QPLEX}: num_kernel 4"),
-    "mixer.central_embed_dim": (256, f"{WQMIX}: central_mixing_embed_dim 256"),
-    "mixer.wqmix_alpha": (0.75, f"{PAPER}, appendix (SEM-WQMIX): alpha is set to 0.75"),
+    "qmix.embed_dim": (32, f"{PYMARL_QMIX}: mixing_embed_dim 32 (QMIX's as the paper's appendix adopts)"),
+    "qmix.hypernet_dim": (64, f"{PYMARL_QMIX}: hypernet_layers 2, hypernet_embed 64"),
+    "qplex.qplex_embed_dim": (32, f"{QPLEX}: mixing_embed_dim 32"),
+    "qplex.qplex_hypernet_dim": (64, f"{QPLEX}: hypernet_embed 64"),
+    "qplex.qplex_heads": (4, f"{QPLEX}: num_kernel 4"),
+    "wqmix.central_embed_dim": (256, f"{WQMIX}: central_mixing_embed_dim 256"),
+    "wqmix.wqmix_alpha": (0.75, f"{PAPER}, appendix (SEM-WQMIX): alpha is set to 0.75"),
     # SEM's memory
     "memory.lam": (0.1, f"{PAPER_TABLE}: lambda 0.1"),
     "memory.proj_dim": (4, f"{PAPER_TABLE}: D 4 (EMC's emdqn_latent_dim is 4 too)"),
@@ -99,8 +101,8 @@ PINNED: dict[str, tuple[Any, str]] = {
     "emu.emu_norm_interval": (200, f"{EMU}: ec_buffer_stats_update_interval 200"),
     "emu.emu_incentive": (True, f"{EMU}: optimality_incentive True"),
     "emu.emu_flag_init_desirability": (False, f"{EMU}: flag_init_desirability False"),
-    "mixer.qatten_heads": (4, f"{EMU}: n_head 4 (its Qatten coefficients)"),
-    "mixer.qatten_reg": (0.001, f"{EMU}: attend_reg_coef 0.001 (its Qatten coefficients)"),
+    "qplex.qatten_heads": (4, f"{EMU}: n_head 4 (its Qatten coefficients)"),
+    "qplex.qatten_reg": (0.001, f"{EMU}: attend_reg_coef 0.001 (its Qatten coefficients)"),
     # LAGMA's memory (its dense-reward SMAC config; the sparse ones, lagma_sc2_sparse_*.yaml, are named in each field's note)
     "lagma.lagma_n_codes": (64, f"{LAGMA}: n_codes 64"),
     "lagma.lagma_latent_dim": (8, f"{LAGMA}: latent_dim 8"),
@@ -143,7 +145,7 @@ NOT_FIXED: dict[str, str] = {
     "log_interval": "logging only",
     "save_interval": "checkpointing only",
     "keep_checkpoints": "disk use only",
-    "mixer.qplex_attend_dim": "semzoo's width: QPLEX's SMAC config has one linear layer per head (adv_hypernet_layers 1)",
+    "qplex.qplex_attend_dim": "semzoo's width: QPLEX's SMAC config has one linear layer per head (adv_hypernet_layers 1)",
     "emu.emu_desirable_return": "semzoo's rule for envs that report no wins (EMU marks won episodes)",
     "compile_update": "a speed setting of semzoo's (CUDA only), no learning change",
     "learner.replay_device": "a speed setting of semzoo's (where the replay buffer lives), no learning change",
@@ -151,8 +153,8 @@ NOT_FIXED: dict[str, str] = {
     "pinned": "which fields were given explicitly: none by default",
     "preset": "semzoo's switch: none keeps the paper's defaults; authors-smac and authors-sparse set the "
               "authors' SMAC setups",
-    "mixer.qplex_transformation": "semzoo's general QPLEX by default; Qatten is the authors' SMAC setup (the preset)",
-    "mixer.qplex_lambda_layers": "semzoo's two-layer lambda heads (docs/matrix_games.md); the preset sets the authors' 1",
+    "qplex.qplex_transformation": "semzoo's general QPLEX by default; Qatten is the authors' SMAC setup (the preset)",
+    "qplex.qplex_lambda_layers": "semzoo's two-layer lambda heads (docs/matrix_games.md); the preset sets the authors' 1",
     "learner.learn_start_episodes": "unset: learning starts once a batch is stored (PyMARL); the preset sets QPLEX's 100",
 }
 """Config key -> why no paper or authors' config fixes its default (semzoo's choice, a path, the machine)."""
@@ -184,7 +186,7 @@ def test_the_golden_overrides_are_the_recorded_ones():
         "save_interval": 0, "threads": 1, "device": "cpu", "sequential": True,
         "learner.batch_size": 4, "learner.buffer_size": 16, "learner.target_update_episodes": 8, "learner.lr": 5e-3,
         "memory.lam": 0.5, "memory.pending_size": 30, "memory.capacity": 1000,
-        "mixer.central_embed_dim": 32, "mixer.qplex_heads": 2,
+        "wqmix.central_embed_dim": 32, "qplex.qplex_heads": 2,
         "exploration.epsilon_anneal_steps": 200,
     }
     assert SMAX_OVERRIDES == {"steps": 300, "test_interval": 150, "log_interval": 60}
@@ -193,13 +195,13 @@ def test_the_golden_overrides_are_the_recorded_ones():
 
 def flat(config: dict[str, Any]) -> dict[str, Any]:
     """A config dict (sections nested) by config key: ``{'learner.lr': ..., 'seed': ...}``."""
-    return {f.key: config[f.section][f.name] if f.section else config[f.name] for f in config_fields()}
+    return {f.key: config[f.section][f.name] if f.section else config[f.name]
+            for f in [*config_fields(), *component_fields()] if f.section is None or f.section in config}
 
 
 @pytest.mark.parametrize(("env", "algo"), list(itertools.product(ENVS, ALGOS)))
 def test_a_golden_config_is_the_defaults_but_its_overrides(env, algo):
-    overrides = {**GOLDEN_OVERRIDES, **(SMAX_OVERRIDES if env.startswith("smax:") else {}),
-                 **(SAEM_OVERRIDES if algo.startswith("saem-") else {}), "env": env, "algo": algo, "out": "out"}
+    overrides = {**golden_overrides(env, algo), "out": "out"}
     config = flat(golden_config(env, algo, "out"))
     used = TrainConfig(algo=algo).components  # the memory's own sections, of the memories that have settings
     assert {key: value for key, value in config.items() if key not in overrides} == {

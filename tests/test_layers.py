@@ -23,10 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"semzoo": ROOT / "semzoo", "semzoo.envs": ROOT / "envs", "semzoo.wrappers": ROOT / "wrappers"}
 """Installed package -> its folder (pyproject.toml maps envs/ and wrappers/ into semzoo)."""
 GROUND_FLOOR = ("semzoo.settings", "semzoo.types", "semzoo.errors")
-CONFIG_MAY_IMPORT = {"semzoo.settings", "semzoo.plugins", "semzoo.episodic.settings"}
+CONFIG_MAY_IMPORT = {"semzoo.settings", "semzoo.plugins", "semzoo.episodic.settings", "semzoo.mixers.settings"}
 """The config stands on the ground floor's settings helpers, on the plugins (the registries' one rule, and the
-plugins a stored config of a plugin's component needs) and on the built-in memories' settings (torch-free
-dataclasses on the settings helpers alone), which it registers as components."""
+plugins a stored config of a plugin's component needs) and on the built-in memories' and mixers' settings
+(torch-free dataclasses on the settings helpers alone), which it registers as components."""
 ANALYSIS_MAY_IMPORT = ("semzoo.analysis", "semzoo.config", "semzoo.errors", "semzoo.runfiles", "semzoo.plugins",
                        "semzoo.episodic.memory", "semzoo.presets")
 """The analysis of finished runs reads run directories, the memory registry's names and the presets' fields (a
@@ -152,6 +152,7 @@ def test_the_config_imports_only_the_settings_helpers_the_plugins_and_the_memori
     assert set(imports()["semzoo.config"]) == CONFIG_MAY_IMPORT
     assert set(imports()["semzoo.plugins"]) == {"semzoo.errors"}
     assert set(imports()["semzoo.episodic.settings"]) == {"semzoo.settings"}
+    assert set(imports()["semzoo.mixers.settings"]) == {"semzoo.settings"}
 
 
 def test_the_memory_contract_and_the_memories_import_no_learner():

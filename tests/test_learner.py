@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from semzoo.agents.rnn import RNNAgent
-from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
+from semzoo.config import LearnerConfig, MemoryConfig
 from semzoo.learners.q_learner import QLearner
 from semzoo.mixers.base import make_mixer
+from semzoo.mixers.settings import QMIXSettings
 from semzoo.types import EpisodeBatch
 
 A, O, S, U, T = 2, 3, 4, 3, 5
@@ -17,7 +18,7 @@ A, O, S, U, T = 2, 3, 4, 3, 5
 def make_learner(mixer: str = "qmix", **learner_kw) -> QLearner:
     torch.manual_seed(0)
     agent = RNNAgent(obs_dim=O, n_agents=A, n_actions=U, hidden_dim=8)
-    mix = make_mixer(mixer, n_agents=A, state_dim=S, n_actions=U, config=MixerConfig(embed_dim=4, hypernet_dim=8))
+    mix = make_mixer(mixer, n_agents=A, state_dim=S, n_actions=U, settings=QMIXSettings(embed_dim=4, hypernet_dim=8) if mixer == "qmix" else None)
     learner = QLearner(agent=agent, mixer=mix, config=LearnerConfig(**learner_kw), memory_config=MemoryConfig())
     # A target network that differs from the online one, so double-Q paths are exercised.
     with torch.no_grad():

@@ -10,12 +10,13 @@ import torch
 from conftest import NO_ACTOR
 
 from semzoo.agents.rnn import RNNAgent
-from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
+from semzoo.config import LearnerConfig, MemoryConfig
 from semzoo.episodic.memory import episodic_target
 from semzoo.episodic.sem import EpisodicMemory, make_episodic_memory
 from semzoo.episodic.target import EpisodicTarget
 from semzoo.learners.q_learner import QLearner
 from semzoo.mixers.base import make_mixer
+from semzoo.mixers.settings import QMIXSettings
 from semzoo.types import CleanBatch, EpisodeBatch
 
 A, O, S, U, T = 2, 3, 4, 3, 5
@@ -33,7 +34,7 @@ def make_learner(memory: EpisodicMemory | None = None, *, lam: float = 0.1, miss
     """Same seed, same networks whatever the memory: learners differ only in their episodic part."""
     torch.manual_seed(0)
     agent = RNNAgent(obs_dim=O, n_agents=A, n_actions=U, hidden_dim=8)
-    mix = make_mixer(mixer, n_agents=A, state_dim=S, n_actions=U, config=MixerConfig(embed_dim=4, hypernet_dim=8))
+    mix = make_mixer(mixer, n_agents=A, state_dim=S, n_actions=U, settings=QMIXSettings(embed_dim=4, hypernet_dim=8) if mixer == "qmix" else None)
     learner = QLearner(agent=agent, mixer=mix, config=LearnerConfig(gamma=GAMMA),
                        memory_config=MemoryConfig(lam=lam, miss_rule=miss_rule),  # type: ignore[arg-type]
                        memory=memory)

@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from semzoo.algos import algorithm_ids, parse_algorithm
-from semzoo.config import MixerConfig
 from semzoo.mixers.base import Mixer, make_mixer, register_mixer
 
 ROWS = [algo for algo in algorithm_ids() if parse_algorithm(algo).memory == "none"]
@@ -17,7 +16,7 @@ B, T, A, S, U = 4, 5, 3, 7, 6
 def build(algo: str):
     """The mixer of algorithm row ``algo`` (cw-qmix and ow-qmix mix with QMIX's mixer)."""
     torch.manual_seed(0)
-    return make_mixer(parse_algorithm(algo).mixer, n_agents=A, state_dim=S, n_actions=U, config=MixerConfig())
+    return make_mixer(parse_algorithm(algo).mixer, n_agents=A, state_dim=S, n_actions=U)
 
 
 def extras():
@@ -55,7 +54,7 @@ def test_mixer_is_finite_on_zero_and_extreme_inputs(name, scale):
 
 def test_unknown_mixer_lists_the_names():
     with pytest.raises(ValueError, match="vdn"):
-        make_mixer("nope", n_agents=A, state_dim=S, n_actions=U, config=MixerConfig())
+        make_mixer("nope", n_agents=A, state_dim=S, n_actions=U)
 
 
 def test_vdn_output_equals_the_sum():
@@ -92,7 +91,7 @@ class _SumMixer(Mixer):
 def test_a_mixer_whose_mix_breaks_the_output_contract_is_one_error_naming_it(fresh_registries, returns, got):
     mixer_class = type("BrokenMixer", (_SumMixer,), {"returns": returns})
     register_mixer("broken")(mixer_class)
-    mixer = make_mixer("broken", n_agents=A, state_dim=S, n_actions=U, config=MixerConfig())
+    mixer = make_mixer("broken", n_agents=A, state_dim=S, n_actions=U)
     with pytest.raises(ValueError) as err:
         mixer(torch.randn(B, T, A), torch.randn(B, T, S))
     message = str(err.value)
@@ -117,7 +116,7 @@ def test_registering_a_mixer_again_is_a_no_op_and_another_under_its_name_an_erro
     with pytest.raises(ValueError, match="mixer name 'qmix' is already registered"):
         register_mixer("qmix")(other)  # a built-in name, even before anything looked the built-ins up
     register_mixer("twice", replace=True)(other)
-    assert type(make_mixer("twice", n_agents=A, state_dim=S, n_actions=U, config=MixerConfig())) is other
+    assert type(make_mixer("twice", n_agents=A, state_dim=S, n_actions=U)) is other
 
 
 def test_register_mixer_refuses_what_is_not_a_mixer_class(fresh_registries):

@@ -12,13 +12,14 @@ import pytest
 import torch
 
 from semzoo.agents.rnn import RNNAgent
-from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
+from semzoo.config import LearnerConfig, MemoryConfig
 from semzoo.episodic.memory import episodic_target
 from semzoo.episodic.sem import EpisodicMemory, make_episodic_memory
 from semzoo.episodic.target import EpisodicTarget
 from semzoo.learners.q_learner import OnlineValues, QLearner
 from semzoo.learners.wqmix import CentralValues, WQMIXLearner
 from semzoo.mixers.base import make_mixer
+from semzoo.mixers.settings import QMIXSettings, QPLEXSettings, WQMIXSettings
 from semzoo.types import CleanBatch, EpisodeBatch
 
 A, O, S, U, T = 2, 3, 4, 3, 5
@@ -73,16 +74,17 @@ def make_learner(name: str, memory: EpisodicMemory | None, *, lam: float = 0.1,
     """Same seed, same networks whatever the memory; the target agent differs from the online one, so y != Q_tot."""
     torch.manual_seed(0)
     agent = RNNAgent(obs_dim=O, n_agents=A, n_actions=U, hidden_dim=8)
-    mixer_config = MixerConfig(embed_dim=4, hypernet_dim=8, qplex_heads=2, central_embed_dim=16, wqmix_alpha=ALPHA)
+    sizes = {"qmix": QMIXSettings(embed_dim=4, hypernet_dim=8),
+             "qplex": QPLEXSettings(qplex_embed_dim=4, qplex_hypernet_dim=8, qplex_heads=2)}
     config, memory_config = LearnerConfig(gamma=GAMMA), MemoryConfig(lam=lam, miss_rule=miss_rule)
     learner: QLearner
     if name in ("cw-qmix", "ow-qmix"):
-        mixer = make_mixer("qmix", n_agents=A, state_dim=S, n_actions=U, config=mixer_config)
+        mixer = make_mixer("qmix", n_agents=A, state_dim=S, n_actions=U, settings=sizes["qmix"])
         learner = WQMIXLearner(agent=agent, mixer=mixer, config=config, memory_config=memory_config, memory=memory,
                                weighting="cw" if name == "cw-qmix" else "ow",
-                               mixer_config=mixer_config)
+                               settings=WQMIXSettings(central_embed_dim=16, wqmix_alpha=ALPHA))
     else:
-        mixer = make_mixer(name, n_agents=A, state_dim=S, n_actions=U, config=mixer_config)
+        mixer = make_mixer(name, n_agents=A, state_dim=S, n_actions=U, settings=sizes.get(name))
         learner = QLearner(agent=agent, mixer=mixer, config=config, memory_config=memory_config, memory=memory)
     with torch.no_grad():
         for p in learner.target_agent.parameters():

@@ -9,7 +9,7 @@ from conftest import NO_ACTOR, NO_ACTOR_FLAGS, error_lines, resolved_config
 from typer.testing import CliRunner
 
 from semzoo.cli import app
-from semzoo.config import LearnerConfig, MixerConfig, TrainConfig
+from semzoo.config import LearnerConfig, TrainConfig
 from semzoo.episodic.settings import LAGMASettings
 from semzoo.presets import preset_fields, unused_preset
 from semzoo.run.trainer import Trainer
@@ -22,7 +22,7 @@ QPLEX_SMAC = {"qplex_transformation": "qatten", "qplex_lambda_layers": 1, "qplex
 @pytest.mark.parametrize("algo", ["qplex", "sem-qplex", "saem-qplex"])
 def test_authors_smac_preset_gives_qplex_and_its_memory_variants_the_qplex_papers_setup(algo):
     config = resolved_config(env="smax:3s5z", algo=algo, preset="authors-smac")
-    assert {k: getattr(config.mixer, k) for k in QPLEX_SMAC} == QPLEX_SMAC
+    assert {k: getattr(config.settings("qplex"), k) for k in QPLEX_SMAC} == QPLEX_SMAC
     learner = config.learner
     assert (learner.updates_per_episode, learner.target_update_episodes, learner.learn_start_episodes) == (2.0, 100, 100)
     assert TrainConfig.from_dict(config.to_dict()) == config  # a resumed run reads the same setup
@@ -31,9 +31,9 @@ def test_authors_smac_preset_gives_qplex_and_its_memory_variants_the_qplex_paper
 def test_authors_smac_preset_gives_emc_two_updates_per_episode_and_its_own_burn_in():
     emc_qmix = resolved_config(algo="emc-qmix", preset="authors-smac")
     assert (emc_qmix.learner.updates_per_episode, emc_qmix.learner.target_update_episodes) == (2.0, 100)
-    assert emc_qmix.learner.learn_start_episodes is None and emc_qmix.mixer == MixerConfig()
+    assert emc_qmix.learner.learn_start_episodes is None and emc_qmix.settings("qmix") == TrainConfig(algo="qmix").settings("qmix")
     emc_qplex = resolved_config(algo="emc-qplex", preset="authors-smac")  # EMC's SMAC base: QPLEX-Qatten, burn-in 32
-    assert emc_qplex.mixer.qplex_transformation == "qatten" and emc_qplex.learner.learn_start_episodes is None
+    assert emc_qplex.settings("qplex").qplex_transformation == "qatten" and emc_qplex.learner.learn_start_episodes is None
 
 
 @pytest.mark.parametrize("algo", ["qmix", "sem-qmix", "vdn", "cw-qmix", "sem-ow-qmix", "emu-qmix"])

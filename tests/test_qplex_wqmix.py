@@ -11,12 +11,13 @@ from conftest import NO_ACTOR, NO_ACTOR_FLAGS, record_losses
 from typer.testing import CliRunner
 
 from semzoo.agents.rnn import RNNAgent
-from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
+from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, TrainConfig, registered_components
 from semzoo.episodic.sem import SEMTable
 from semzoo.learners.wqmix import WQMIXLearner
 from semzoo.mixers.base import make_mixer
 from semzoo.mixers.central import CentralMixer
 from semzoo.mixers.qplex import QPLEXMixer
+from semzoo.mixers.settings import QMIXSettings, QPLEXSettings, WQMIXSettings
 from semzoo.run.trainer import Trainer
 from semzoo.types import CleanBatch, EpisodeBatch
 
@@ -29,7 +30,7 @@ ALL_MIXERS = ("vdn", "qmix", *NEW_MIXERS)
 def qplex(n_agents: int = 3, state_dim: int = 5, n_actions: int = 4, seed: int = 0, heads: int = 4) -> QPLEXMixer:
     torch.manual_seed(seed)
     mixer = make_mixer("qplex", n_agents=n_agents, state_dim=state_dim, n_actions=n_actions,
-                       config=MixerConfig(qplex_heads=heads))
+                       settings=QPLEXSettings(qplex_heads=heads))
     assert isinstance(mixer, QPLEXMixer)
     return mixer
 
@@ -104,10 +105,10 @@ A, O, S, U, T = 2, 3, 4, 3, 4
 def wqmix_learner(weighting: str = "cw", alpha: float = 0.5, mixer_name: str = "qmix", **learner_kw) -> WQMIXLearner:
     torch.manual_seed(0)
     agent = RNNAgent(obs_dim=O, n_agents=A, n_actions=U, hidden_dim=8)
-    config = MixerConfig(embed_dim=4, hypernet_dim=8, central_embed_dim=16, wqmix_alpha=alpha)
-    mixer = make_mixer(mixer_name, n_agents=A, state_dim=S, n_actions=U, config=config)
+    sizes = QMIXSettings(embed_dim=4, hypernet_dim=8) if mixer_name == "qmix" else None
+    mixer = make_mixer(mixer_name, n_agents=A, state_dim=S, n_actions=U, settings=sizes)
     return WQMIXLearner(agent=agent, mixer=mixer, config=LearnerConfig(**learner_kw), memory_config=MemoryConfig(),
-                        weighting=weighting, mixer_config=config)
+                        weighting=weighting, settings=WQMIXSettings(central_embed_dim=16, wqmix_alpha=alpha))
 
 
 def random_batch(b: int = 3, seed: int = 1) -> EpisodeBatch:
@@ -250,9 +251,15 @@ def matrix_config(game: str, algo: str, *, seed: int, steps: int = 640, **kw) ->
     return TrainConfig(**NO_ACTOR, env=f"matrix:{game}", algo=algo, steps=steps, seed=seed, n_envs=32, test_episodes=32,
                        test_interval=10**9, log_interval=10**9, save_interval=0, device="cpu",
                        exploration=ExplorationConfig(epsilon_start=1.0, epsilon_finish=1.0),
-                       mixer=MixerConfig(wqmix_alpha=0.1, qplex_heads=10),
                        learner=LearnerConfig(lr=1e-2, batch_size=128, buffer_size=max(steps, 128),
-                                             updates_per_episode=0.125), **kw)
+                                             updates_per_episode=0.125),
+                       components=matrix_settings(algo), **kw)
+
+
+def matrix_settings(algo: str) -> dict:
+    """scripts/matrix_games.py's alpha and QPLEX heads, in the sections the algorithm trains with."""
+    wanted = {"wqmix": WQMIXSettings(wqmix_alpha=0.1), "qplex": QPLEXSettings(qplex_heads=10)}
+    return {name: settings for name, settings in wanted.items() if registered_components()[name].used_by(algo)}
 
 
 def optimal_seeds(game: str, algo: str, seeds: range, **kw) -> int:

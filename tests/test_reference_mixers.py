@@ -24,10 +24,11 @@ import torch
 import torch.nn.functional as F
 
 from semzoo.agents.rnn import RNNAgent
-from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig
+from semzoo.config import LearnerConfig, MemoryConfig
 from semzoo.learners.q_learner import QLearner
 from semzoo.learners.wqmix import WQMIXLearner
 from semzoo.mixers.base import make_mixer
+from semzoo.mixers.settings import QMIXSettings, QPLEXSettings, WQMIXSettings
 from semzoo.types import EpisodeBatch, StateLayout
 
 TOL = 1e-8
@@ -254,14 +255,14 @@ def weights(module: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in module.state_dict().items()}
 
 
-def build(mixer_name: str, config: MixerConfig, seed: int = 0):
+def build(mixer_name: str, settings: QMIXSettings | QPLEXSettings | None, seed: int = 0):
     torch.manual_seed(seed)
     agent = RNNAgent(obs_dim=O, n_agents=A, n_actions=U, hidden_dim=8)
-    mixer = make_mixer(mixer_name, n_agents=A, state_dim=S, n_actions=U, config=config, state_layout=LAYOUT)
+    mixer = make_mixer(mixer_name, n_agents=A, state_dim=S, n_actions=U, settings=settings, state_layout=LAYOUT)
     return agent, mixer
 
 
-QMIX_CONFIG = MixerConfig(embed_dim=8, hypernet_dim=16)
+QMIX_CONFIG = QMIXSettings(embed_dim=8, hypernet_dim=16)
 
 
 def test_qmix_forward_matches_the_authors():
@@ -272,22 +273,22 @@ def test_qmix_forward_matches_the_authors():
 
 
 def test_vdn_forward_is_the_sum():
-    _, mixer = build("vdn", MixerConfig())
+    _, mixer = build("vdn", None)
     qs = torch.randn(B, T, A)
     assert (mixer(qs, torch.randn(B, T, S)).squeeze(-1) - qs.sum(-1)).abs().max() < TOL
 
 
 QPLEX_CONFIGS = {
-    "general": MixerConfig(qplex_lambda_layers=1, qplex_heads=3),
-    "qatten": MixerConfig(qplex_transformation="qatten", qplex_lambda_layers=1, qplex_heads=4, qatten_heads=4,
-                          embed_dim=8, hypernet_dim=16),
+    "general": QPLEXSettings(qplex_lambda_layers=1, qplex_heads=3),
+    "qatten": QPLEXSettings(qplex_transformation="qatten", qplex_lambda_layers=1, qplex_heads=4, qatten_heads=4,
+                            qplex_embed_dim=8, qplex_hypernet_dim=16),
 }
 
 
 def qplex_kw(transformation: str) -> dict:
     config = QPLEX_CONFIGS[transformation]
     return {"heads": config.qplex_heads, "transformation": transformation, "qatten_heads": config.qatten_heads,
-            "embed": config.embed_dim}
+            "embed": config.qplex_embed_dim}
 
 
 @pytest.mark.parametrize("transformation", list(QPLEX_CONFIGS))
@@ -349,10 +350,10 @@ def test_qplex_loss_matches_the_authors(transformation):
 def test_weighted_qmix_loss_and_weights_match_the_authors(weighting):
     torch.manual_seed(0)
     agent = RNNAgent(obs_dim=O, n_agents=A, n_actions=U, hidden_dim=8)
-    config = MixerConfig(embed_dim=8, hypernet_dim=16, central_embed_dim=12, wqmix_alpha=0.3)
-    mixer = make_mixer("qmix", n_agents=A, state_dim=S, n_actions=U, config=config)
+    config = WQMIXSettings(central_embed_dim=12, wqmix_alpha=0.3)
+    mixer = make_mixer("qmix", n_agents=A, state_dim=S, n_actions=U, settings=QMIX_CONFIG)
     learner = WQMIXLearner(agent=agent, mixer=mixer, config=LearnerConfig(gamma=GAMMA), memory_config=MemoryConfig(),
-                           weighting=weighting, mixer_config=config)
+                           weighting=weighting, settings=config)
     perturb(learner.target_central_mixer, 5)  # target != online: the threshold must read the target
     nets = {"agent": utilities(5), "target_agent": utilities(6), "central_agent": utilities(7),
             "target_central_agent": utilities(8)}
@@ -361,7 +362,7 @@ def test_weighted_qmix_loss_and_weights_match_the_authors(weighting):
     ref, ref_ws, mask = ref_wqmix_loss(make_batch(), nets["agent"], nets["central_agent"], nets["target_central_agent"],
                                        weights(learner.mixer), weights(learner.central_mixer),
                                        weights(learner.target_central_mixer), alpha=0.3, cw=weighting == "cw",
-                                       embed=config.embed_dim)
+                                       embed=QMIX_CONFIG.embed_dim)
     assert abs(float(ours.detach()) - float(ref.detach())) < TOL
     from semzoo.types import CleanBatch
 

@@ -24,7 +24,7 @@ def test_a_config_holds_what_was_asked_and_resolve_fills_what_its_runtime_sets()
 
 def test_resolving_is_idempotent_so_a_stored_config_reads_back_as_it_ran():
     run = resolve(TrainConfig(env="smax:3s5z", algo="sem-qplex", preset="authors-smac"))
-    assert run.config.mixer.qplex_transformation == "qatten" and run.config.learner.updates_per_episode == 2.0
+    assert run.config.settings("qplex").qplex_transformation == "qatten" and run.config.learner.updates_per_episode == 2.0
     stored = TrainConfig.from_dict(run.config.to_dict())
     assert stored == run.config and resolve(stored).config == run.config
     assert resolve(run) is run  # a resolved run is not resolved again

@@ -114,9 +114,9 @@ def test_a_flag_typed_keeps_its_value_against_the_preset_even_when_it_is_the_def
                    "--qplex-transformation", "general", "--steps", "60")
     assert result.exit_code == 0, result.output
     config = read_run_config(tmp_path / "r")
-    assert config.mixer.qplex_transformation == "general"  # typed, though it is the default
+    assert config.settings("qplex").qplex_transformation == "general"  # typed, though it is the default
     assert config.learner.updates_per_episode == 2.0  # the rest of the preset still applies
-    assert "mixer.qplex_transformation" in config.pinned
+    assert "qplex.qplex_transformation" in config.pinned
 
 
 def test_a_flag_typed_keeps_its_value_against_the_runtime(tmp_path):

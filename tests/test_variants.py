@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from semzoo.analysis.pairing import compared_pairs, memory_pairs, setting_pairs
 from semzoo.analysis.report import load_runs, score_table
 from semzoo.cli import app
-from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
+from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
+from semzoo.mixers.settings import QPLEXSettings
 from semzoo.run.rundir import default_run_name
 from semzoo.run.sweep import parse_grid, plan_trials
 from semzoo.runfiles import METRIC_FIELDS, run_labels, run_variant
@@ -53,13 +54,13 @@ def test_a_preset_labels_its_runs_by_its_name_and_they_pair_with_their_base_in_t
     value than the preset's still shows. A preset that sets nothing for an algorithm (QMIX) names nothing."""
     configs = [TrainConfig(algo="qplex"), TrainConfig(algo="sem-qplex"),
                resolved_config(algo="qplex", preset="authors-smac"), resolved_config(algo="sem-qplex", preset="authors-smac"),
-               resolved_config(algo="qplex", preset="authors-smac", mixer=MixerConfig(qatten_heads=8)),
+               resolved_config(algo="qplex", preset="authors-smac", components={"qplex": QPLEXSettings(qatten_heads=8)}),
                resolved_config(algo="qmix", preset="authors-smac")]
     labels = run_labels(configs)
     assert labels == ["qplex", "sem-qplex", "qplex preset=authors-smac", "sem-qplex preset=authors-smac",
                       "qplex preset=authors-smac qatten_heads=8", "qmix"]
     assert run_variant(configs[2]) == {"preset": "authors-smac"}
-    assert configs[2].learner.updates_per_episode == 2 and configs[2].mixer.qplex_transformation == "qatten"
+    assert configs[2].learner.updates_per_episode == 2 and configs[2].settings("qplex").qplex_transformation == "qatten"
     assert sorted(memory_pairs(labels)) == [("sem-qplex", "qplex"),
                                             ("sem-qplex preset=authors-smac", "qplex preset=authors-smac")]
 

@@ -65,12 +65,15 @@ def algos(ctx: typer.Context) -> None:
         echo(f"  {name + '-':<{width}}{memory_description(name)}", hang=2 + width)
     typer.echo("")
     echo("Settings of the memories and mixers that declare their own, a section of the configs of the ids that use "
-         "them; the built-in memories' are flags of `semzoo train` (its help lists them), a plugin's are `--set "
+         "them; the built-in ones' are flags of `semzoo train` (its help lists them), a plugin's are `--set "
          "KEY=VALUE`:")
     for name, component in registered_components().items():
         if name in BUILTIN_COMPONENTS:
             fields = [f.name for f in dataclasses.fields(component.settings)]
-            users = ", ".join(f"{user}-" for user in component.users or (name,))
+            if component.kind == "mixer":  # the bases on it, each also with a memory
+                users = ", ".join(r.id for r in rows if component.used_by(r.id)) + ", with or without a memory"
+            else:
+                users = ", ".join(f"{user}-" for user in component.users or (name,))
             echo(f"  {name:<{width + 16}}{component.settings.__name__} ({users}): {', '.join(fields)}",
                  hang=2 + width + 16)
     for f in component_fields():

@@ -28,7 +28,8 @@ from semzoo.config import (
 RUN_PANEL, ALGORITHM_PANEL, MEMORY_PANEL, CURIOSITY_PANEL = "Run", "Algorithm", "Memory", "Curiosity"
 LEARNER_PANEL, EXPLORATION_PANEL, RUNTIME_PANEL, SPEED_PANEL = "Learner", "Exploration", "Runtime", "Speed"
 OUTPUT_PANEL, OTHER_PANEL = "Output", "Other"
-SECTION_PANELS = {"agent": ALGORITHM_PANEL, "mixer": ALGORITHM_PANEL, "memory": MEMORY_PANEL, "emc": "EMC",
+SECTION_PANELS = {"agent": ALGORITHM_PANEL, "qmix": ALGORITHM_PANEL, "qplex": ALGORITHM_PANEL,
+                  "wqmix": ALGORITHM_PANEL, "memory": MEMORY_PANEL, "emc": "EMC",
                   "emu": "EMU", "lagma": "LAGMA", "curiosity": CURIOSITY_PANEL, "learner": LEARNER_PANEL,
                   "exploration": EXPLORATION_PANEL}
 """Config section -> its panel; a section not named here gets a panel of its own name (``panel_of``)."""

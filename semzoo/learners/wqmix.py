@@ -24,11 +24,12 @@ import torch
 from torch import nn
 
 from semzoo.agents.rnn import MASKED_Q, RNNAgent, flatten_rnns
-from semzoo.config import LearnerConfig, MemoryConfig, MixerConfig, TrainConfig
+from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
 from semzoo.episodic.memory import Memory
 from semzoo.learners.q_learner import OnlineValues, QLearner, TargetLoss
 from semzoo.mixers.base import Mixer
 from semzoo.mixers.central import CentralMixer
+from semzoo.mixers.settings import WQMIXSettings
 from semzoo.types import CleanBatch
 
 WEIGHTINGS = ("cw", "ow")
@@ -63,19 +64,19 @@ class WQMIXLearner(QLearner):
     def __init__(
         self, *, agent: RNNAgent, mixer: Mixer, config: LearnerConfig, memory_config: MemoryConfig,
         memory: Memory | None = None, weighting: Literal["cw", "ow"] = "cw",
-        mixer_config: MixerConfig | None = None,
+        settings: WQMIXSettings | None = None,
     ) -> None:
         if weighting not in WEIGHTINGS:
             raise ValueError(f"weighting={weighting!r}: expected 'cw' (centrally weighted) or 'ow' (optimistically weighted)")
         super().__init__(agent=agent, mixer=mixer, config=config, memory_config=memory_config, memory=memory)
-        mixer_config = mixer_config or MixerConfig()
-        self.weighting, self.alpha = weighting, float(mixer_config.wqmix_alpha)
+        settings = settings or WQMIXSettings()
+        self.weighting, self.alpha = weighting, float(settings.wqmix_alpha)
         device = next(agent.parameters()).device
         self.central_agent = RNNAgent(obs_dim=agent.obs_dim, n_agents=agent.n_agents, n_actions=agent.n_actions,
                                       hidden_dim=agent.hidden_dim, obs_agent_id=agent.obs_agent_id,
                                       obs_last_action=agent.obs_last_action).to(device)
         self.central_mixer = CentralMixer(n_agents=agent.n_agents, state_dim=mixer.state_dim, n_actions=agent.n_actions,
-                                          embed_dim=mixer_config.central_embed_dim).to(device)
+                                          embed_dim=settings.central_embed_dim).to(device)
         self.target_central_agent = flatten_rnns(copy.deepcopy(self.central_agent).requires_grad_(False))
         self.target_central_mixer = copy.deepcopy(self.central_mixer).requires_grad_(False)
         self.params = self.params + list(self.central_agent.parameters()) + list(self.central_mixer.parameters())
@@ -85,9 +86,10 @@ class WQMIXLearner(QLearner):
     @classmethod
     def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: Memory | None = None,
                     **learner_args: Any) -> WQMIXLearner:
-        """As QLearner's, plus the mixer section (alpha and Q*'s size)."""
+        """As QLearner's, plus WQMIX's own settings (alpha and Q*'s size; their defaults for an id that holds no
+        ``wqmix`` section, a plugin row on this learner)."""
         return cls(agent=agent, mixer=mixer, config=config.learner, memory_config=config.memory, memory=memory,
-                   mixer_config=config.mixer, **learner_args)
+                   settings=config.components.get("wqmix"), **learner_args)
 
     # ----- Q* and the weights --------------------------------------------------------------------------------
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
-
-from semzoo.config import MixerConfig
 
 # the registry, importable from here too (``X as X``: re-exported); its module loads no torch
 from semzoo.mixers.registry import make_mixer as make_mixer
@@ -53,8 +53,10 @@ class Mixer(nn.Module):
                 "e.g. agent_qs_BTA.sum(dim=-1, keepdim=True)")
 
     @classmethod
-    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> Mixer:
-        """Build from the env sizes and the mixer section; mixers with sizes of their own override this."""
+    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, settings: Any = None) -> Mixer:
+        """Build from the env's sizes and, for a mixer registered with settings of its own (``register_mixer(name,
+        settings=...)``), those settings (``make_mixer`` passes them; None: their defaults). A mixer with settings
+        overrides this; one that sets ``reads_state_layout`` takes ``state_layout=`` too."""
         return cls(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions)
 
     def mix(self, agent_qs_BTA: torch.Tensor, state_BTS: torch.Tensor, **extra: torch.Tensor) -> torch.Tensor:

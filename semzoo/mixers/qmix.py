@@ -6,12 +6,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from semzoo.config import MixerConfig
 from semzoo.mixers.base import Mixer
 from semzoo.mixers.registry import register_mixer
+from semzoo.mixers.settings import QMIXSettings
 
 
-@register_mixer("qmix")
+@register_mixer("qmix", settings=QMIXSettings)
 class QMixer(Mixer):
     """Q_tot = w2(s)^T elu(W1(s)^T Q + b1(s)) + V(s) with |W1|, |w2| >= 0, so dQ_tot/dQ_a >= 0."""
 
@@ -24,9 +24,11 @@ class QMixer(Mixer):
         self.hyper_v = nn.Sequential(nn.Linear(state_dim, embed_dim), nn.ReLU(), nn.Linear(embed_dim, 1))
 
     @classmethod
-    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> QMixer:
+    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int,
+                    settings: QMIXSettings | None = None) -> QMixer:
+        settings = settings or QMIXSettings()
         return cls(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions,
-                   embed_dim=config.embed_dim, hypernet_dim=config.hypernet_dim)
+                   embed_dim=settings.embed_dim, hypernet_dim=settings.hypernet_dim)
 
     def mix(self, agent_qs_BTA: torch.Tensor, state_BTS: torch.Tensor, **extra: torch.Tensor) -> torch.Tensor:
         b, t, a = agent_qs_BTA.shape

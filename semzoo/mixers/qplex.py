@@ -23,9 +23,9 @@ import math
 import torch
 from torch import nn
 
-from semzoo.config import MixerConfig
 from semzoo.mixers.base import Mixer
 from semzoo.mixers.registry import register_mixer
+from semzoo.mixers.settings import QPLEXSettings
 from semzoo.types import StateLayout
 
 POSITIVE_EPS = 1e-10
@@ -108,7 +108,7 @@ class QattenWeights(nn.Module):
         return w_NA, self.value(state_NS).squeeze(-1), logits_NHA
 
 
-@register_mixer("qplex")
+@register_mixer("qplex", settings=QPLEXSettings)
 class QPLEXMixer(Mixer):
     """Q_tot = sum_i V_i + sum_i lambda_i(s, u) A_i with positive w_i(s) and lambda_i(s, u).
 
@@ -146,12 +146,14 @@ class QPLEXMixer(Mixer):
                                          attend_dim=attend_dim, layers=lambda_layers)
 
     @classmethod
-    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig,
+    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, settings: QPLEXSettings | None = None,
                     state_layout: StateLayout | None = None) -> QPLEXMixer:
-        return cls(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions, embed_dim=config.embed_dim,
-                   heads=config.qplex_heads, attend_dim=config.qplex_attend_dim, lambda_layers=config.qplex_lambda_layers,
-                   transformation=config.qplex_transformation, state_layout=state_layout,
-                   qatten_heads=config.qatten_heads, hypernet_dim=config.hypernet_dim, qatten_reg=config.qatten_reg)
+        settings = settings or QPLEXSettings()
+        return cls(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions, embed_dim=settings.qplex_embed_dim,
+                   heads=settings.qplex_heads, attend_dim=settings.qplex_attend_dim,
+                   lambda_layers=settings.qplex_lambda_layers, transformation=settings.qplex_transformation,
+                   state_layout=state_layout, qatten_heads=settings.qatten_heads,
+                   hypernet_dim=settings.qplex_hypernet_dim, qatten_reg=settings.qatten_reg)
 
     def transform_weights(self, state_BTS: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(w_i(s) > 0, v_i(s)) of the per-agent transformation: [B,T,A] each."""

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from semzoo.config import MixerConfig, register_settings, registered_components
+from semzoo.config import register_settings, registered_components
 from semzoo.plugins import check_free
 
 if TYPE_CHECKING:
@@ -71,21 +71,21 @@ def mixer_class(name: str) -> MixerBuilder:
     return _REGISTRY[name]
 
 
-def make_mixer(name: str, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig,
+def make_mixer(name: str, *, n_agents: int, state_dim: int, n_actions: int,
                state_layout: StateLayout | None = None, settings: Any = None) -> Any:
-    """Build the mixer registered under ``name``; its class reads the fields of ``config`` it needs.
+    """Build the mixer registered under ``name`` from the env's sizes and its own settings.
 
     ``state_layout``: the env's per-unit state layout, passed to the mixers whose class sets
     ``reads_state_layout = True`` (their ``from_config`` takes it). ``settings``: the mixer's own settings, for a
-    mixer registered with a settings dataclass (passed to its ``from_config`` as ``settings=``; its defaults when
-    None).
+    mixer registered with a settings dataclass (QMIX's, QPLEX's, a plugin's; passed to its ``from_config`` as
+    ``settings=``, its defaults when None).
     """
     builder = mixer_class(name)
     extra: dict[str, Any] = {"state_layout": state_layout} if getattr(builder, "reads_state_layout", False) else {}
     own = registered_components().get(name)
     if own is not None and own.kind == "mixer":
         extra["settings"] = settings if settings is not None else own.settings()
-    return builder.from_config(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions, config=config, **extra)
+    return builder.from_config(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions, **extra)
 
 
 def _import_builtin() -> None:

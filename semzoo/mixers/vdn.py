@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from semzoo.config import MixerConfig
 from semzoo.mixers.base import Mixer
 from semzoo.mixers.registry import register_mixer
 
@@ -12,10 +11,6 @@ from semzoo.mixers.registry import register_mixer
 @register_mixer("vdn")
 class VDNMixer(Mixer):
     """Q_tot(tau, u) = sum_a Q_a(tau_a, u_a)."""
-
-    @classmethod
-    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: MixerConfig) -> VDNMixer:
-        return cls(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions)
 
     def mix(self, agent_qs_BTA: torch.Tensor, state_BTS: torch.Tensor, **extra: torch.Tensor) -> torch.Tensor:
         return agent_qs_BTA.sum(dim=-1, keepdim=True)

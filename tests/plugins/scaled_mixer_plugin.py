@@ -7,7 +7,6 @@ Importing it (``semzoo --plugin scaled_mixer_plugin``) makes the ids ``scaled`` 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -32,8 +31,7 @@ class ScaledVDN(Mixer):
         self.scale = scale
 
     @classmethod
-    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, config: Any,
-                    settings: ScaledSettings) -> ScaledVDN:
+    def from_config(cls, *, n_agents: int, state_dim: int, n_actions: int, settings: ScaledSettings) -> ScaledVDN:
         return cls(n_agents=n_agents, state_dim=state_dim, n_actions=n_actions, scale=settings.scale)
 
     def mix(self, agent_qs_BTA: torch.Tensor, state_BTS: torch.Tensor, **extra: torch.Tensor) -> torch.Tensor:
