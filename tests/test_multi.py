@@ -49,9 +49,9 @@ def in_float64() -> Iterator[None]:
 
 def config_of(env: str, algo: str, out: Path | None = None, **changes: Any) -> TrainConfig:
     """The golden run's config of (env, algo) (a few updates, target syncs and table writes), with ``changes``."""
-    base = TrainConfig().to_dict()
+    base = TrainConfig(algo=algo).to_dict()  # with the sections of the algorithm's components
     for key, value in golden_config_dict(env, algo).items():
-        base[key] = {**base[key], **value} if isinstance(value, dict) else value
+        base[key] = {**base.get(key, {}), **value} if isinstance(value, dict) else value
     if out is not None:
         base["out"] = str(out)
     return dataclasses.replace(TrainConfig.from_dict(base), **changes)

@@ -58,7 +58,7 @@ def test_overrides_reach_nested_config_fields():
 
 @pytest.mark.parametrize("key", ["nope", "learner", "agent.lr", "learner.nope", "batch_size", "x.y.z"])
 def test_an_override_that_names_no_config_field_is_refused(key):
-    with pytest.raises(ValueError, match=rf"config key '{key}': expected <field> .* sections agent, mixer, memory"):
+    with pytest.raises(ValueError, match=rf"config key '{key}': expected <field> .* sections agent, memory, learner"):
         apply_overrides(TrainConfig().to_dict(), {key: 1})
 
 
