@@ -1,7 +1,7 @@
 """The leave-one-out table of docs/results.md ("Why are the levels lower?"), recomputed from the kept runs.
 
 Each row "without SMAC's X (`part=value`)" is the kept run of QMIX on 2s3z with the profile and that part set back
-to SMAX's, seed 0; the row "whole profile (seeds 0-2)" gives each figure's range over the profile's three QMIX seeds.
+to SMAX's, seed 0; the row "whole profile (seeds 0-4)" gives each figure's range over the profile's QMIX seeds.
 The figures are those of ``scripts/curves.py`` (the win rate of the evaluation at 100k, 250k and 500k, the curve's
 mean and best to 500k, the first evaluation at 0.9 or more), the absolute metric (absolute.json) and the training
 win rate from 100k (``scripts/check_results_numbers.py``).
@@ -75,7 +75,8 @@ ROWS = table_rows()
 def test_each_row_of_the_leave_one_out_table_is_what_its_runs_give(row):
     label, cells = row[0], row[1:]
     if label.startswith("whole profile"):
-        runs = [RUNS / f"smax_2s3z_qmix_profile-smac_seed{seed}" for seed in range(3)]
+        low, high = map(int, re.fullmatch(r"whole profile \(seeds (\d)-(\d)\)", label).groups())  # type: ignore[union-attr]
+        runs = [RUNS / f"smax_2s3z_qmix_profile-smac_seed{seed}" for seed in range(low, high + 1)]
         assert [spread(list(column)) for column in zip(*map(figures, runs), strict=True)] == cells
         return
     part, value = re.fullmatch(r"without .* \(`(\w+)=(\w+)`\)", label).groups()  # type: ignore[union-attr]
@@ -124,3 +125,37 @@ def test_each_row_of_the_core_2s3z_table_is_what_its_run_gives(row):
 def test_the_core_table_has_every_kept_core_run_of_2s3z():
     kept = sorted(path.name for path in RUNS.glob("smax_2s3z_*_profile-smac_seed*"))
     assert [row[0] for row in CORE] == kept
+
+
+S3Z5_HEADER = ("| 3s5z run | at 100k | at 250k | at 500k | curve mean | best | first >= 0.9 | absolute (320 episodes) "
+               "| training win rate from 100k |")
+
+
+def s3z5_rows() -> list[list[str]]:
+    lines = (ROOT / "docs" / "results.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line == S3Z5_HEADER)
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+S3Z5 = s3z5_rows()
+
+
+@pytest.mark.parametrize("row", S3Z5, ids=[row[0] for row in S3Z5])
+def test_each_row_of_the_core_3s5z_table_is_what_its_run_gives(row):
+    run = RUNS / row[0]
+    config = json.loads((run / "config.json").read_text())
+    assert config["env"] == "smax:3s5z" and config["env_args"] == {"profile": "smac"} and config["steps"] == 500_000
+    absolute = json.loads((run / "absolute.json").read_text())
+    cells = figures(run)
+    cells[6] += f" (agent of {absolute['step'] // 1000}k)"
+    assert cells == row[1:]
+
+
+def test_the_core_3s5z_table_has_every_kept_core_run_of_3s5z():
+    kept = sorted(path.name for path in RUNS.glob("smax_3s5z_*_profile-smac_seed*"))
+    assert [row[0] for row in S3Z5] == kept
