@@ -131,9 +131,9 @@ S3Z5_HEADER = ("| 3s5z run | at 100k | at 250k | at 500k | curve mean | best | f
                "| training win rate from 100k |")
 
 
-def s3z5_rows() -> list[list[str]]:
+def s3z5_rows(header: str = S3Z5_HEADER) -> list[list[str]]:
     lines = (ROOT / "docs" / "results.md").read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line == S3Z5_HEADER)
+    start = next(i for i, line in enumerate(lines) if line == header)
     rows = []
     for line in lines[start + 2:]:
         if not line.startswith("|"):
@@ -145,11 +145,17 @@ def s3z5_rows() -> list[list[str]]:
 S3Z5 = s3z5_rows()
 
 
-@pytest.mark.parametrize("row", S3Z5, ids=[row[0] for row in S3Z5])
-def test_each_row_of_the_core_3s5z_table_is_what_its_run_gives(row):
+TD_HEADER = S3Z5_HEADER.replace("| 3s5z run |", "| TD(lambda) run |")
+TD = s3z5_rows(TD_HEADER)
+
+
+@pytest.mark.parametrize("row", S3Z5 + TD, ids=[row[0] for row in S3Z5 + TD])
+def test_each_row_of_the_core_3s5z_and_td_lambda_tables_is_what_its_run_gives(row):
     run = RUNS / row[0]
     config = json.loads((run / "config.json").read_text())
-    assert config["env"] == "smax:3s5z" and config["env_args"] == {"profile": "smac"} and config["steps"] == 500_000
+    env = "smax:2s3z" if "td_lambda" in row[0] else "smax:3s5z"
+    assert config["env"] == env and config["env_args"] == {"profile": "smac"} and config["steps"] == 500_000
+    assert config["learner"]["td_lambda"] == (0.6 if "td_lambda=0.6" in row[0] else 0.0)
     absolute = json.loads((run / "absolute.json").read_text())
     cells = figures(run)
     cells[6] += f" (agent of {absolute['step'] // 1000}k)"
@@ -159,3 +165,8 @@ def test_each_row_of_the_core_3s5z_table_is_what_its_run_gives(row):
 def test_the_core_3s5z_table_has_every_kept_core_run_of_3s5z():
     kept = sorted(path.name for path in RUNS.glob("smax_3s5z_*_profile-smac_seed*"))
     assert [row[0] for row in S3Z5] == kept
+
+
+def test_the_td_lambda_table_has_every_kept_td_lambda_run():
+    kept = sorted(path.name for path in RUNS.glob("smax_2s3z_qmix_profile-smac_td_lambda=*_seed*"))
+    assert [row[0] for row in TD] == kept
