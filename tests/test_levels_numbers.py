@@ -57,9 +57,10 @@ def spread(cells: list[str]) -> str:
     return f"{low}-{high}"
 
 
-def table_rows() -> list[list[str]]:
+def table_rows(header: str) -> list[list[str]]:
+    """The cells of each row of the results.md table whose header line starts with ``header``."""
     lines = (ROOT / "docs" / "results.md").read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(HEADER))
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
     rows = []
     for line in lines[start + 2:]:
         if not line.startswith("|"):
@@ -68,7 +69,7 @@ def table_rows() -> list[list[str]]:
     return rows
 
 
-ROWS = table_rows()
+ROWS = table_rows(HEADER)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row[0] for row in ROWS])
@@ -97,18 +98,7 @@ def test_the_table_has_a_row_for_every_kept_part():
 CORE_HEADER = "| run | at 100k | at 250k | at 500k | curve mean | best | first >= 0.9 | absolute (320 episodes) |"
 
 
-def core_rows() -> list[list[str]]:
-    lines = (ROOT / "docs" / "results.md").read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line == CORE_HEADER)
-    rows = []
-    for line in lines[start + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append([cell.strip() for cell in line.strip("|").split("|")])
-    return rows
-
-
-CORE = core_rows()
+CORE = table_rows(CORE_HEADER)
 
 
 @pytest.mark.parametrize("row", CORE, ids=[row[0] for row in CORE])
@@ -131,22 +121,11 @@ S3Z5_HEADER = ("| 3s5z run | at 100k | at 250k | at 500k | curve mean | best | f
                "| training win rate from 100k |")
 
 
-def s3z5_rows(header: str = S3Z5_HEADER) -> list[list[str]]:
-    lines = (ROOT / "docs" / "results.md").read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line == header)
-    rows = []
-    for line in lines[start + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append([cell.strip() for cell in line.strip("|").split("|")])
-    return rows
-
-
-S3Z5 = s3z5_rows()
+S3Z5 = table_rows(S3Z5_HEADER)
 
 
 TD_HEADER = S3Z5_HEADER.replace("| 3s5z run |", "| TD(lambda) run |")
-TD = s3z5_rows(TD_HEADER)
+TD = table_rows(TD_HEADER)
 
 
 @pytest.mark.parametrize("row", S3Z5 + TD, ids=[row[0] for row in S3Z5 + TD])
