@@ -1,7 +1,7 @@
 """The leave-one-out table of docs/results.md ("Why are the levels lower?"), recomputed from the kept runs.
 
 Each row "without SMAC's X (`part=value`)" is the kept run of QMIX on 2s3z with the profile and that part set back
-to SMAX's, seed 0; the row "whole profile (seeds 0-4)" gives each figure's range over the profile's QMIX seeds.
+to SMAX's, seed 0 (", seed N" after it: that seed); the row "whole profile (seeds 0-4)" gives each figure's range over the profile's QMIX seeds.
 The figures are those of ``scripts/curves.py`` (the win rate of the evaluation at 100k, 250k and 500k, the curve's
 mean and best to 500k, the first evaluation at 0.9 or more), the absolute metric (absolute.json) and the training
 win rate from 100k (``scripts/check_results_numbers.py``).
@@ -80,19 +80,20 @@ def test_each_row_of_the_leave_one_out_table_is_what_its_runs_give(row):
         runs = [RUNS / f"smax_2s3z_qmix_profile-smac_seed{seed}" for seed in range(low, high + 1)]
         assert [spread(list(column)) for column in zip(*map(figures, runs), strict=True)] == cells
         return
-    part, value = re.fullmatch(r"without .* \(`(\w+)=(\w+)`\)", label).groups()  # type: ignore[union-attr]
-    run = RUNS / f"smax_2s3z_qmix_profile-smac_no-{part}_seed0"
+    part, value, seed = re.fullmatch(r"without .* \(`(\w+)=(\w+)`\)(?:, seed (\d))?", label).groups()  # type: ignore[union-attr]
+    seed = seed or "0"
+    run = RUNS / f"smax_2s3z_qmix_profile-smac_no-{part}_seed{seed}"
     config = json.loads((run / "config.json").read_text())
     assert {key: json.dumps(v).strip('"') for key, v in config["env_args"].items()} == {"profile": "smac", part: value}
     assert config["algo"] == "qmix"
-    assert config["steps"] == 500_000 and config["seed"] == 0
+    assert config["steps"] == 500_000 and config["seed"] == int(seed)
     assert figures(run) == cells
 
 
 def test_the_table_has_a_row_for_every_kept_part():
-    kept = sorted(path.name for path in RUNS.glob("smax_2s3z_qmix_profile-smac_no-*_seed0"))
-    parts = sorted(re.search(r"`(\w+)=", row[0]).group(1) for row in ROWS[1:])  # type: ignore[union-attr]
-    assert [f"smax_2s3z_qmix_profile-smac_no-{part}_seed0" for part in parts] == kept
+    kept = sorted(path.name for path in RUNS.glob("smax_2s3z_qmix_profile-smac_no-*_seed*"))
+    rows = [re.search(r"`(\w+)=\w+`\)(?:, seed (\d))?", row[0]).groups() for row in ROWS[1:]]  # type: ignore[union-attr]
+    assert sorted(f"smax_2s3z_qmix_profile-smac_no-{part}_seed{seed or 0}" for part, seed in rows) == kept
 
 
 CORE_HEADER = "| run | at 100k | at 250k | at 500k | curve mean | best | first >= 0.9 | absolute (320 episodes) |"
