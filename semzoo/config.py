@@ -323,12 +323,12 @@ def _from_mixer_section(data: dict[str, Any]) -> dict[str, Any]:
     if "mixer" not in data:
         return data
     out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items() if k != "mixer"}
-    algo = str(out.get("algo", _DEFAULT_ALGO))
+    algo = str(out.get("algo", TrainConfig.algo))
     used = {name for name, c in _COMPONENTS.items() if c.kind == "mixer" and c.used_by(algo)}
 
     def moved(field_name: str) -> list[str]:
         if field_name not in OLD_MIXER_KEYS:
-            raise ValueError(f"unknown config key 'mixer.{field_name}': expected one of the former mixer section's "
+            raise ValueError(f"unknown config key 'mixer.{field_name}': expected one of the one-section layout's "
                              f"{sorted(OLD_MIXER_KEYS)}")
         return [key for key in OLD_MIXER_KEYS[field_name] if key.partition(".")[0] in used]
 
@@ -362,7 +362,6 @@ def config_fields(cls: type = TrainConfig) -> list[ConfigField]:
     return _settings.config_fields(cls)
 
 
-_DEFAULT_ALGO = next(f.default for f in dataclasses.fields(TrainConfig) if f.name == "algo")
 SECTIONS = config_sections(TrainConfig)
 """The nested sections of ``TrainConfig``, name -> dataclass; from_dict, ``sweep --set`` and the CLI read it."""
 

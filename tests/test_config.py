@@ -78,12 +78,15 @@ def test_the_built_in_memories_settings_are_components_of_the_ids_that_use_them(
                                                 ("cw-qmix", ["qmix", "wqmix"]), ("sem-ow-qmix", ["qmix", "wqmix"])])
 def test_each_mixer_owns_its_settings_in_the_configs_of_the_ids_on_it(algo, sections):
     assert sorted(TrainConfig(algo=algo).components) == sections
+
+
+def test_a_mixers_settings_given_for_an_id_on_another_mixer_are_refused():
     with pytest.raises(ValueError, match=r"^qplex\.\* set for algo='qmix', which does not train with mixer 'qplex'"):
         TrainConfig(algo="qmix", components={"qplex": {"qplex_heads": 2}})
 
 
 def test_a_stored_config_of_the_one_mixer_section_reads_as_the_same_run():
-    """config.json of the former layout held every mixer's sizes in one section ``mixer``: each field now reads
+    """A config.json of the one-section layout holds every mixer's sizes in one section ``mixer``: each field reads
     into the section of the mixer that uses it, the other mixers' fields (which the run never read) are dropped,
     and pinned keys follow."""
     old = {"embed_dim": 16, "hypernet_dim": 64, "qplex_heads": 2, "qplex_attend_dim": 32,

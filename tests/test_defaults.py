@@ -203,7 +203,7 @@ def flat(config: dict[str, Any]) -> dict[str, Any]:
 def test_a_golden_config_is_the_defaults_but_its_overrides(env, algo):
     overrides = {**golden_overrides(env, algo), "out": "out"}
     config = flat(golden_config(env, algo, "out"))
-    used = TrainConfig(algo=algo).components  # the memory's own sections, of the memories that have settings
+    used = TrainConfig(algo=algo).components  # the own sections of its mixer and memory, where they have settings
     assert {key: value for key, value in config.items() if key not in overrides} == {
         key: value for key, value in DEFAULTS.items() if key not in overrides
         and (key.partition(".")[0] not in BUILTIN_COMPONENTS or key.partition(".")[0] in used)}

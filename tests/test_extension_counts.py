@@ -1,5 +1,5 @@
 """docs/architecture.md's "Extending semzoo" table against the code: the files it says a new mixer or memory with
-settings touches are where the built-in ones are registered, and nowhere else names them."""
+settings touches are where the built-in ones are registered and their settings declared."""
 
 from __future__ import annotations
 
