@@ -211,3 +211,15 @@ def test_exported_torchscript_gives_the_policy_q_values_without_semzoo(run_dir, 
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ok", "3", "18", "5", str(h)]
+
+
+def test_a_policy_builds_its_runs_env_and_names_it_when_given_another_envs_observations(run_dir):
+    policy = semzoo.load_policy(run_dir)
+    env = policy.make_env()
+    observations, _ = env.reset(seed=0)
+    assert tuple(env.possible_agents) == policy.agent_names and len(policy.act(observations)) == len(observations)
+    policy.reset()
+    shorter = {agent: obs[:-1] for agent, obs in observations.items()}  # another env's (or profile's) observation
+    with pytest.raises(ValueError, match=r"^the observation of 'agent_0' has 17 values: expected 18, .*; the agents "
+                                         rf"were trained on make_env\('{ENV_ID}'\), which policy.make_env\(\) builds$"):
+        policy.act(shorter)

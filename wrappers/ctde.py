@@ -135,6 +135,9 @@ class AgentLayout:
             else:
                 avail_AU[i, : self.act_sizes[i]] = True
             flat = np.asarray(agent_obs, np.float32).reshape(-1)
+            if flat.size != self.obs_sizes[i]:
+                raise ValueError(f"the observation of {agent!r} has {flat.size} values: expected {self.obs_sizes[i]}, "
+                                 "its observation space's size in the env the agents were built for")
             obs_AO[i, : flat.size] = flat
         return obs_AO, avail_AU, alive_A
 

@@ -28,10 +28,13 @@ class Policy:
     forward pass, absent (dead) agents padded with a zero observation and the no-op, as in training.
     Greedy by default; with ``epsilon`` > 0 each agent explores uniformly over its available actions,
     drawn from a generator seeded with ``seed``. Call ``reset()`` at the start of every episode.
+    ``make_env()`` builds the env the agents were trained on (a ``load_policy`` policy knows its run's env id and
+    arguments: on ``smax:<map>``, the rules profile among them).
     """
 
     def __init__(self, agent: RNNAgent, layout: AgentLayout, *, device: str | torch.device = "cpu",
-                 epsilon: float = 0.0, seed: int = 0) -> None:
+                 epsilon: float = 0.0, seed: int = 0, env_id: str | None = None,
+                 env_args: dict[str, Any] | None = None) -> None:
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"epsilon={epsilon}: expected a probability in [0, 1]")
         if (agent.n_agents, agent.obs_dim, agent.n_actions) != (layout.n_agents, layout.obs_dim, layout.n_actions):
@@ -43,7 +46,16 @@ class Policy:
         self.epsilon = float(epsilon)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self._scratch_generator = torch.Generator(device=self.device)
+        self.env_id, self.env_args = env_id, dict(env_args or {})
         self.reset()
+
+    def make_env(self) -> Any:
+        """The PettingZoo ParallelEnv the agents were trained on: ``make_env(env_id, **env_args)`` of their run."""
+        if self.env_id is None:
+            raise ValueError("this policy was built without its env id: build its env with semzoo.make_env(id, ...)")
+        from semzoo.envs.registry import make_env
+
+        return make_env(self.env_id, **self.env_args)
 
     @property
     def agent_names(self) -> tuple[str, ...]:
@@ -138,7 +150,14 @@ class Policy:
         unknown = sorted(set(observations) - set(self.agent_names))
         if unknown:
             raise ValueError(f"observations of unknown agents {unknown}: the run's agents are {list(self.agent_names)}")
-        obs_AO, avail_AU, alive_A = self.layout.pad(observations, masks)
+        try:
+            obs_AO, avail_AU, alive_A = self.layout.pad(observations, masks)
+        except ValueError as error:
+            if self.env_id is None:
+                raise
+            args = "".join(f", {key}={value!r}" for key, value in sorted(self.env_args.items()))
+            raise ValueError(f"{error}; the agents were trained on make_env({self.env_id!r}{args}), which "
+                             "policy.make_env() builds") from None
         return (torch.as_tensor(obs_AO, device=self.device), torch.as_tensor(avail_AU, device=self.device),
                 alive_A.tolist())
 
@@ -223,4 +242,5 @@ def load_policy(run_dir: str | Path, *, device: str = "cpu", epsilon: float = 0.
         env.close()
     agent = RNNAgent.for_env(layout, config.agent)
     agent.load_state_dict(payload["learner"]["agent"])
-    return Policy(agent, layout, device=device, epsilon=epsilon, seed=config.seed if seed is None else seed)
+    return Policy(agent, layout, device=device, epsilon=epsilon, seed=config.seed if seed is None else seed,
+                  env_id=config.env, env_args=config.env_args)
