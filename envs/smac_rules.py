@@ -1,7 +1,9 @@
 """SMAC's rules computed on SMAX's state: the options of ``smax:<map>`` that bring SMAX to StarCraft II SMAC.
 
 Each option closes one departure of JaxMARL's SMAX from SMAC (oxwhirl/smac ``starcraft2.py``, its defaults), and
-each defaults to SMAX's own behaviour. ``profile="smac"`` sets them all; an option given by name keeps its value.
+each defaults to SMAX's own behaviour in the env factory. ``profile="smac"`` sets them all; an option given by name
+keeps its value. A training run on a map that SMAC has gets ``profile="smac"`` unless its env arguments name a
+profile (``default_profile``, applied by ``semzoo.resolution.resolve``); ``profile="smax"`` is SMAX's own rules.
 
     option       SMAX's (default)                            "smac"
     reward       dense: enemy health fraction removed /      damage to the enemy's health and shields + 10 per enemy
@@ -108,8 +110,9 @@ def resolve(profile: Any = "smax", given: Mapping[str, Any] | None = None) -> Op
     """The options of ``profile`` with those ``given`` by name (not None) in their place; a bad value is a one-line
     ValueError naming the argument, the allowed values and the default."""
     if profile not in PROFILES:
-        raise ValueError(f"profile={profile!r}: expected one of {', '.join(PROFILES)} (default smax); pass "
-                         "profile=smac for SMAC's reward, limits, attacks, walls, features and fixed starts")
+        raise ValueError(f"profile={profile!r}: expected one of {', '.join(PROFILES)} (default smax; a training run's "
+                         "smac on a map StarCraft II SMAC has); pass profile=smac for SMAC's reward, limits, attacks, "
+                         "walls, features and fixed starts, profile=smax for SMAX's own")
     values = dict(PROFILES[profile])
     for name, value in (given or {}).items():
         if value is None:
@@ -124,6 +127,13 @@ def resolve(profile: Any = "smax", given: Mapping[str, Any] | None = None) -> Op
                              f"{allowed[0]}); {name}=smac is SMAC's")
         values[name] = value
     return Options(**values)
+
+
+def default_profile(map_name: str) -> str:
+    """The profile a training run on ``smax:<map>`` gets when its env arguments name none: ``smac`` where the map has
+    a StarCraft II SMAC map on SMAX (its limit, type bits and races), SMAX's own (``smax``) otherwise."""
+    info = SMAC_MAPS.get(map_name)
+    return SMAC if info is not None and SMAX_BACKEND in info.backends else "smax"
 
 
 def smac_map_for(map_name: str) -> Any:
@@ -176,7 +186,9 @@ def unit_facts(map_name: str, unit_type_names: list[str], smax_health: np.ndarra
 def profile_lines() -> list[str]:
     """``semzoo envs``'s lines on the SMAC profile: the argument, then each option it sets."""
     lines = ["SMAC on SMAX: --env-arg profile=smac sets every option below to SMAC's (each also alone, e.g. "
-             "--env-arg reward=smac; an option given by name keeps its value):"]
+             "--env-arg reward=smac; an option given by name keeps its value). `semzoo train` on a map that "
+             "StarCraft II SMAC has uses it unless told otherwise; --env-arg profile=smax trains on SMAX's own rules, "
+             "the value after each option below:"]
     for name in OPTIONS:
         value = "true" if name == "fixed_starts" else SMAC
         setting = f"{name}={value}"

@@ -170,7 +170,8 @@ class TrainConfig:
     env: str = "smax:3m"
     """Environment id: matrix:<game>, smax:<map>, smac:<map> or pz:<module>:<factory>."""
     env_args: dict[str, Any] = field(default_factory=dict, metadata={FLAG: "env-arg"})
-    """Keyword arguments for the environment factory."""
+    """Keyword arguments for the environment factory. On ``smax:<map>`` a run without ``profile`` trains with
+    ``profile=smac`` where StarCraft II SMAC has the map (``profile=smax``: SMAX's own rules)."""
     algo: str = "sem-qmix"
     """Algorithm id: <mixer> or <memory>-<mixer> with memory sem, saem, emc, emu, lagma or mc (the own-return ablation),
     mixers vdn, qmix, qplex, cw-qmix, ow-qmix (`semzoo algos` lists them)."""

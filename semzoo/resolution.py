@@ -1,10 +1,12 @@
-"""The run resolved once: a config with its runtime and preset applied, and its algorithm id parsed.
+"""The run resolved once: a config with its env's default profile, its runtime and preset applied, and its algorithm
+id parsed.
 
 A ``TrainConfig`` holds what was asked for (``pinned`` names the fields given explicitly); ``resolve`` turns it into
 what runs, in one step that every entry point takes (``train``, ``Trainer``, ``train_seeds``, a sweep's trials, the
 CLI before it prints the memory plan):
 
-    config  --resolve-->  ResolvedRun(config with the runtime's and the preset's fields filled in, algo parsed)
+    config  --resolve-->  ResolvedRun(config with the runtime's and the preset's fields filled in, algo parsed,
+                                      ``smax:<map>``'s env arguments with their profile: SMAC's on a SMAC map)
                           --algos.build-->  agent, mixer, memory, learner
 
 Every part of a run is then built from the ``ResolvedRun``: the algorithm table's row and the memory's name come from
@@ -51,7 +53,19 @@ def resolve(config: TrainConfig | ResolvedRun) -> ResolvedRun:
     if not isinstance(config, TrainConfig):
         raise TypeError(f"resolve got {config!r}: expected a semzoo.TrainConfig")
     algo = parse_algorithm(config.algo)
-    return ResolvedRun(apply_preset(config, algo), algo)
+    return ResolvedRun(apply_preset(with_env_profile(config), algo), algo)
 
 
-__all__ = ["ResolvedRun", "resolve"]
+def with_env_profile(config: TrainConfig) -> TrainConfig:
+    """``config`` with the profile of a ``smax:<map>`` env named in its env arguments: the one given, else
+    ``semzoo.envs.smac_rules.default_profile`` (``smac`` on a map StarCraft II SMAC has), so config.json always
+    says which rules the run trained on. Other envs are returned as they are."""
+    family, _, map_name = config.env.partition(":")
+    if family != "smax" or "profile" in config.env_args:
+        return config
+    from semzoo.envs.smac_rules import default_profile
+
+    return dataclasses.replace(config, env_args={**config.env_args, "profile": default_profile(map_name)})
+
+
+__all__ = ["ResolvedRun", "resolve", "with_env_profile"]

@@ -49,6 +49,9 @@ STORED_BEFORE: dict[str, Any] = {"sequential": True, "runtime": "semzoo-0.2", "l
 without the key collected and learned one after the other, in the overlapped runtime ('semzoo-0.2'), with the
 target period counted in collected episodes, so reading it with the defaults would change it. A section's keys sit
 under its name."""
+SMAX_OWN_PROFILE = "smax"
+"""The profile of a ``smax:<map>`` run whose config.json names none: it trained on SMAX's own rules (a run names the
+profile it trained on since SMAC's became the default), and labels leave this profile out (``env_arg_texts``)."""
 RUNTIME_KEY = "runtime"
 """The config key of a run's runtime; ``run_variant`` shows it (when not the default) in place of its fields."""
 PRESET_KEY = "preset"
@@ -111,7 +114,8 @@ def read_run_config(run_dir: str | Path) -> TrainConfig:
 
 def stored_config_dict(data: dict[str, Any]) -> dict[str, Any]:
     """A config dict read from a run directory, with the fields it predates set as it was trained (``STORED_BEFORE``);
-    one from before ``pinned`` pins every field, since it holds the values its run resolved to."""
+    one from before ``pinned`` pins every field, since it holds the values its run resolved to, and a ``smax:<map>``
+    run that names no profile trained on SMAX's own rules (``SMAX_OWN_PROFILE``)."""
     if not isinstance(data, dict):
         return data
     out = {**STORED_BEFORE, **data}
@@ -120,6 +124,9 @@ def stored_config_dict(data: dict[str, Any]) -> dict[str, Any]:
             out[key] = {**before, **data[key]}
     if "pinned" not in data:  # stored resolved before pinning: the runtime must not fill its fields again
         out["pinned"] = sorted(f.key for f in builtin_fields())
+    env_args = out.get("env_args")
+    if str(out.get("env", TrainConfig.env)).startswith("smax:") and isinstance(env_args, dict) and "profile" not in env_args:
+        out["env_args"] = {**env_args, "profile": SMAX_OWN_PROFILE}  # stored before runs named their profile
     return out
 
 
@@ -151,8 +158,10 @@ def env_label(config: TrainConfig) -> str:
 
 
 def env_arg_texts(config: TrainConfig) -> list[str]:
-    """The run's env arguments as ``key=value`` words, sorted by key (``['attack=unit_range', 'profile=smac']``)."""
-    return [f"{key}={json.dumps(value).strip(chr(34))}" for key, value in sorted(config.env_args.items())]
+    """The run's env arguments as ``key=value`` words, sorted by key (``['attack=unit_range', 'profile=smac']``);
+    SMAX's own profile is left out, so a run on SMAX's rules reads the same whether its config.json names it or not."""
+    return [f"{key}={json.dumps(value).strip(chr(34))}" for key, value in sorted(config.env_args.items())
+            if not (key == "profile" and value == SMAX_OWN_PROFILE and config.env.startswith("smax:"))]
 
 
 def run_variant(config: TrainConfig) -> dict[str, Any]:

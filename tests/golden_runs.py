@@ -199,8 +199,11 @@ GOLDEN_OVERRIDES: dict[str, Any] = {
 """Where a golden run departs from ``TrainConfig()``, by config key: a short run that still makes a few updates,
 target syncs and table writes. Every other field is the default, which tests/test_defaults.py pins to its
 source; that test pins this dict and the two below too, so a changed default cannot pass both unnoticed."""
-SMAX_OVERRIDES: dict[str, Any] = {"steps": 300, "test_interval": 150, "log_interval": 60}
-"""On top of ``GOLDEN_OVERRIDES`` for ``smax:`` envs (episodes of up to 60 steps, where a matrix game's are 1 or 2)."""
+SMAX_OVERRIDES: dict[str, Any] = {"steps": 300, "test_interval": 150, "log_interval": 60,
+                                  "env_args": {"profile": "smax"}}
+"""On top of ``GOLDEN_OVERRIDES`` for ``smax:`` envs (episodes of up to 60 steps, where a matrix game's are 1 or 2),
+on SMAX's own rules as they were recorded (a run's default on 3m is SMAC's profile, which tests/test_smac_profile.py
+covers)."""
 SAEM_OVERRIDES: dict[str, Any] = {"memory.miss_rule": "zero"}
 """On top of ``GOLDEN_OVERRIDES`` for ``saem-`` algorithms."""
 

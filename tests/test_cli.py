@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
@@ -175,7 +175,7 @@ def captured_config(monkeypatch, tmp_path):
 def test_train_without_flags_is_the_default_config(captured_config):
     result = invoke("train")
     assert result.exit_code == 0, result.output
-    assert captured_config == [TrainConfig()]
+    assert captured_config == [replace(TrainConfig(), env_args={"profile": "smac"})]  # SMAC's rules on 3m
 
 
 def cli_args(f, value) -> list[str]:
@@ -197,6 +197,8 @@ def test_every_config_field_is_settable_from_train(captured_config, f):
     [config] = captured_config
     data = config.to_dict()
     section, _, name = f.key.rpartition(".")
+    if f.key == "env_args":  # the default env, a SMAC map, takes SMAC's profile beside the arguments given
+        value = {**value, "profile": "smac"}
     assert (data[section] if section else data)[name] == value
 
 

@@ -189,7 +189,7 @@ def test_the_golden_overrides_are_the_recorded_ones():
         "wqmix.central_embed_dim": 32, "qplex.qplex_heads": 2,
         "exploration.epsilon_anneal_steps": 200,
     }
-    assert SMAX_OVERRIDES == {"steps": 300, "test_interval": 150, "log_interval": 60}
+    assert SMAX_OVERRIDES == {"steps": 300, "test_interval": 150, "log_interval": 60, "env_args": {"profile": "smax"}}
     assert SAEM_OVERRIDES == {"memory.miss_rule": "zero"}
 
 

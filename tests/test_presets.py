@@ -40,7 +40,8 @@ def test_authors_smac_preset_gives_emc_two_updates_per_episode_and_its_own_burn_
 def test_authors_smac_preset_leaves_the_other_baselines_at_the_defaults(algo):
     assert preset_fields("authors-smac", algo) == {}
     assert resolved_config(algo=algo, preset="authors-smac").to_dict() == {**TrainConfig(algo=algo).to_dict(),
-                                                                       "preset": "authors-smac"}
+                                                                       "preset": "authors-smac",
+                                                                       "env_args": {"profile": "smac"}}  # on 3m
 
 
 def test_a_field_given_another_value_keeps_it_under_the_preset():

@@ -44,9 +44,11 @@ RETURN_SCALE = 20.0
 
 
 def write_run(root, env, algo, seed, win_rate_by_step, preset="none", env_args=None, name=None):
-    """A run directory with config.json and metrics.csv: test_win_rate and test_return_mean at each step."""
+    """A run directory with config.json and metrics.csv: test_win_rate and test_return_mean at each step. A ``smax:``
+    run is on SMAX's own rules (``profile=smax``) unless ``env_args`` say otherwise, so its label is the bare env."""
+    own = {"profile": "smax"} if env.startswith("smax:") else {}
     config = resolved_config(env=env, algo=algo, seed=seed, steps=max(win_rate_by_step), test_interval=TEST_INTERVAL,
-                             preset=preset, env_args=env_args or {})  # as a run stores it
+                             preset=preset, env_args={**own, **(env_args or {})})  # as a run stores it
     name = name or f"{env.replace(':', '_')}_{algo}{'' if preset == 'none' else '_' + preset}"
     run_dir = root / f"{name}_seed{seed}"
     run_dir.mkdir(parents=True)

@@ -94,7 +94,8 @@ def test_a_runtime_sets_its_fields_and_a_pinned_field_keeps_its_value_even_at_th
             former.learner.target_count) == (8, False, False, "collected")
     assert resolved_config(runtime="semzoo-0.2", n_envs=1, pinned=("n_envs",)).n_envs == 1
     assert resolved_config(runtime="semzoo-0.2", n_envs=1).n_envs == 8  # not pinned: the runtime fills a default
-    assert resolved_config(runtime="pymarl").to_dict() == TrainConfig().to_dict() | {"runtime": "pymarl"}
+    assert resolved_config(runtime="pymarl").to_dict() == TrainConfig().to_dict() | {"runtime": "pymarl",
+                                                                                     "env_args": {"profile": "smac"}}
     for name, fields in RUNTIMES.items():  # each runtime names the same parts
         assert set(fields) == set(RUNTIMES["pymarl"]), name
 

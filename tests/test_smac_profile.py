@@ -244,7 +244,7 @@ def test_the_vector_env_plays_the_profile_as_the_single_env_does():
 
 @pytest.mark.parametrize(("arg", "message"), [
     ("attack=melee", "attack='melee': expected one of unit_range, smac (default unit_range)"),
-    ("profile=sc2", "profile='sc2': expected one of smax, smac (default smax)"),
+    ("profile=sc2", "profile='sc2': expected one of smax, smac (default smax; a training run's smac on a map"),
     ("walls=soft", "walls='soft': expected one of death, smac (default death)"),
     ("time_limit=10", "time_limit=10: expected one of smax, smac (default smax)"),
 ])
@@ -269,3 +269,34 @@ def test_envs_lists_the_smac_profile_and_what_it_sets():
     assert "profile=smac" in result.output
     for name in smac_rules.OPTIONS:
         assert f"  {name}=" in result.output
+
+
+def test_a_run_on_a_smac_map_trains_on_the_profile_unless_its_env_arguments_name_another(tmp_path):
+    def trained(*flags: str) -> dict:
+        result = CliRunner().invoke(app, ["train", "--env", "smax:3m", "--algo", "qmix", "--steps", "30",
+                                          "--test-interval", "30", "--test-episodes", "1", "--no-tensorboard",
+                                          "--out", str(tmp_path), *flags])
+        assert result.exit_code == 0, result.output
+        return json.loads((tmp_path / result.output.split("run directory: ")[1].split()[0] / "config.json")
+                          .read_text().replace(str(tmp_path), ""))
+
+    default, smax_own, one_part = trained(), trained("--env-arg", "profile=smax"), trained("--env-arg", "walls=death")
+    assert default["env_args"] == {"profile": "smac"}
+    assert smax_own["env_args"] == {"profile": "smax"}
+    assert one_part["env_args"] == {"profile": "smac", "walls": "death"}  # the profile with one part left out
+
+
+def test_a_run_stored_without_a_profile_reads_as_smaxs_own_rules_and_keeps_its_label(tmp_path):
+    from semzoo.config import TrainConfig
+    from semzoo.resolution import resolve
+    from semzoo.runfiles import env_label, read_run_config
+
+    assert resolve(TrainConfig(env="smax:smacv2_5_units")).config.env_args == {"profile": "smax"}  # no SMAC map
+    assert resolve(TrainConfig(env="matrix:two_step")).config.env_args == {}
+    stored = TrainConfig(env="smax:2s3z", env_args={"fixed_starts": True}).to_dict()  # as config.json held it
+    (tmp_path / "config.json").write_text(json.dumps(stored))
+    config = read_run_config(tmp_path)
+    assert config.env_args == {"fixed_starts": True, "profile": "smax"}
+    assert resolve(config).config.env_args == config.env_args  # resumed on the rules it trained on
+    assert env_label(config) == "smax:2s3z fixed_starts=true"
+    assert env_label(resolve(TrainConfig(env="smax:2s3z")).config) == "smax:2s3z profile=smac"

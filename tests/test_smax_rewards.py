@@ -107,13 +107,13 @@ def test_an_unknown_reward_is_refused_in_one_line_by_every_entry_point(tmp_path)
 
 def test_a_run_trains_on_the_sparse_reward_and_records_it(tmp_path):
     result = CliRunner().invoke(app, [
-        "train", "--env", "smax:3m", "--env-arg", "reward=sparse", "--algo", "sem-qmix", "--steps", "300",
+        "train", "--env", "smax:3m", "--env-arg", "profile=smax", "--env-arg", "reward=sparse", "--algo", "sem-qmix", "--steps", "300",
         "--out", str(tmp_path), "--run-name", "sparse", "--batch-size", "2", "--buffer-size", "8",
         "--test-interval", "300", "--test-episodes", "4", "--save-interval", "0", "--no-tensorboard",
         *NO_ACTOR_FLAGS])
     assert result.exit_code == 0, result.output
     run_dir = tmp_path / "sparse"
-    assert json.loads((run_dir / "config.json").read_text())["env_args"] == {"reward": "sparse"}
+    assert json.loads((run_dir / "config.json").read_text())["env_args"] == {"profile": "smax", "reward": "sparse"}
     last = {row["name"]: row["value"] for row in read_metrics(run_dir)}
     assert last["test_win_rate"] - 1 <= last["test_return_mean"] <= last["test_win_rate"]  # P(win) - P(defeat)
     # the run's envs, built from its stored config as the run built them, pay the sparse reward: walking into

@@ -141,10 +141,10 @@ def test_the_report_keeps_each_lambda_apart(tmp_path):
         lam = trial.config.memory.lam if trial.config.algo == "sem-qmix" else 0.0
         write_run(tmp_path, trial, win_rate=lam + trial.config.seed / 10)
     rows = {(r.algo, r.env): r for r in score_table(load_runs(tmp_path), [1000], "test_win_rate")}
-    assert rows[("qmix", "smax:2s3z")].value == pytest.approx(0.05)
-    assert rows[("sem-qmix", "smax:2s3z")].value == pytest.approx(0.15)
-    assert rows[("sem-qmix lam=0.5", "smax:2s3z")].value == pytest.approx(0.55)
-    assert all(r.seeds == 2 for (_, env), r in rows.items() if env == "smax:2s3z")
+    assert rows[("qmix", "smax:2s3z profile=smac")].value == pytest.approx(0.05)
+    assert rows[("sem-qmix", "smax:2s3z profile=smac")].value == pytest.approx(0.15)
+    assert rows[("sem-qmix lam=0.5", "smax:2s3z profile=smac")].value == pytest.approx(0.55)
+    assert all(r.seeds == 2 for (_, env), r in rows.items() if env == "smax:2s3z profile=smac")
 
 
 def test_the_report_keeps_runs_with_other_env_arguments_apart(tmp_path):
@@ -152,10 +152,11 @@ def test_the_report_keeps_runs_with_other_env_arguments_apart(tmp_path):
     trials += plan_trials(envs=["smax:2s3z"], algos=["qmix"], seeds=[0, 1], steps=1000, out=tmp_path / "fixed",
                           overrides={"env_args": {"fixed_starts": True}})
     for trial in trials:
-        write_run(tmp_path, trial, win_rate=(0.5 if trial.config.env_args else 0.0) + trial.config.seed / 10)
+        write_run(tmp_path, trial, win_rate=(0.5 if "fixed_starts" in trial.config.env_args else 0.0)
+                  + trial.config.seed / 10)
     rows = {(r.algo, r.env): r for r in score_table(load_runs(tmp_path), [1000], "test_win_rate")}
-    assert rows[("qmix", "smax:2s3z")].value == pytest.approx(0.05)
-    assert rows[("qmix", "smax:2s3z fixed_starts=true")].value == pytest.approx(0.55)
+    assert rows[("qmix", "smax:2s3z profile=smac")].value == pytest.approx(0.05)  # SMAC's rules, the default on 2s3z
+    assert rows[("qmix", "smax:2s3z fixed_starts=true profile=smac")].value == pytest.approx(0.55)
     assert {r.seeds for r in rows.values()} == {2}
 
 
