@@ -41,6 +41,8 @@ import numpy as np
 from semzoo.envs.maps import SMAC_MAPS, SMAX_BACKEND, SMAX_DEFAULT_EPISODE_LIMIT
 
 SMAC = "smac"
+SMAX = "smax"
+"""The profile of SMAX's own rules, JaxMARL's SMAX as semzoo always ran it (``PROFILES``)."""
 OPTIONS: dict[str, tuple[Any, ...]] = {
     "reward": ("dense", "sparse", "deaths", SMAC),
     "time_limit": ("smax", SMAC),
@@ -53,7 +55,7 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
 }
 """The allowed values of each option, SMAX's own first (the default)."""
 PROFILES: dict[str, dict[str, Any]] = {
-    "smax": {name: values[0] for name, values in OPTIONS.items()},
+    SMAX: {name: values[0] for name, values in OPTIONS.items()},
     SMAC: {name: (True if name == "fixed_starts" else SMAC) for name in OPTIONS},
 }
 """``profile=``: the value of every option. ``smax`` is JaxMARL's SMAX as semzoo always ran it."""
@@ -133,7 +135,7 @@ def default_profile(map_name: str) -> str:
     """The profile a training run on ``smax:<map>`` gets when its env arguments name none: ``smac`` where the map has
     a StarCraft II SMAC map on SMAX (its limit, type bits and races), SMAX's own (``smax``) otherwise."""
     info = SMAC_MAPS.get(map_name)
-    return SMAC if info is not None and SMAX_BACKEND in info.backends else "smax"
+    return SMAC if info is not None and SMAX_BACKEND in info.backends else SMAX
 
 
 def smac_map_for(map_name: str) -> Any:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from semzoo.config import TrainConfig, builtin_fields, component_fields, config_fields, registered_components
+from semzoo.envs import smac_rules
 from semzoo.episodic.memory import NO_MEMORY, memory_of
 from semzoo.presets import DEFAULT_RUNTIME, preset_fields, resolved_fields
 
@@ -49,7 +50,7 @@ STORED_BEFORE: dict[str, Any] = {"sequential": True, "runtime": "semzoo-0.2", "l
 without the key collected and learned one after the other, in the overlapped runtime ('semzoo-0.2'), with the
 target period counted in collected episodes, so reading it with the defaults would change it. A section's keys sit
 under its name."""
-SMAX_OWN_PROFILE = "smax"
+SMAX_OWN_PROFILE = smac_rules.SMAX
 """The profile of a ``smax:<map>`` run whose config.json names none: it trained on SMAX's own rules (a run names the
 profile it trained on since SMAC's became the default), and labels leave this profile out (``env_arg_texts``)."""
 RUNTIME_KEY = "runtime"
