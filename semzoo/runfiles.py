@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from semzoo.config import TrainConfig, builtin_fields, component_fields, config_fields, registered_components
-from semzoo.envs import smac_rules
 from semzoo.episodic.memory import NO_MEMORY, memory_of
 from semzoo.presets import DEFAULT_RUNTIME, preset_fields, resolved_fields
 
@@ -50,9 +49,10 @@ STORED_BEFORE: dict[str, Any] = {"sequential": True, "runtime": "semzoo-0.2", "l
 without the key collected and learned one after the other, in the overlapped runtime ('semzoo-0.2'), with the
 target period counted in collected episodes, so reading it with the defaults would change it. A section's keys sit
 under its name."""
-SMAX_OWN_PROFILE = smac_rules.SMAX
+SMAX_OWN_PROFILE = "smax"
 """The profile of a ``smax:<map>`` run whose config.json names none: it trained on SMAX's own rules (a run names the
-profile it trained on since SMAC's became the default), and labels leave this profile out (``env_arg_texts``)."""
+profile it trained on since SMAC's became the default), and labels leave this profile out (``env_arg_texts``). It is
+``smac_rules.SMAX`` written out: the run-directory readers import nothing of the envs (a test holds them equal)."""
 RUNTIME_KEY = "runtime"
 """The config key of a run's runtime; ``run_variant`` shows it (when not the default) in place of its fields."""
 PRESET_KEY = "preset"

@@ -287,6 +287,7 @@ def test_a_run_on_a_smac_map_trains_on_the_profile_unless_its_env_arguments_name
 
 
 def test_a_run_stored_without_a_profile_reads_as_smaxs_own_rules_and_keeps_its_label(tmp_path):
+    from semzoo import runfiles
     from semzoo.config import TrainConfig
     from semzoo.resolution import resolve
     from semzoo.runfiles import env_label, read_run_config
@@ -300,3 +301,4 @@ def test_a_run_stored_without_a_profile_reads_as_smaxs_own_rules_and_keeps_its_l
     assert resolve(config).config.env_args == config.env_args  # resumed on the rules it trained on
     assert env_label(config) == "smax:2s3z fixed_starts=true"
     assert env_label(resolve(TrainConfig(env="smax:2s3z")).config) == "smax:2s3z profile=smac"
+    assert runfiles.SMAX_OWN_PROFILE == smac_rules.SMAX  # written out there: the readers import nothing of the envs
