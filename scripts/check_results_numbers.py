@@ -1,8 +1,8 @@
-"""Recompute, from the kept runs under docs/results/, the figures of docs/results.md that were once misread.
+"""Recompute, from the kept runs under docs/results/, the figures of docs/results.md and docs/studies/ that were once misread.
 
     python scripts/check_results_numbers.py
 
-Each line names the figure, the runs it reads and the value they give; docs/results.md quotes these values.
+Each line names the figure, the runs it reads and the value they give; the study pages quote these values.
 """
 
 from __future__ import annotations

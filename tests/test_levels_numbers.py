@@ -1,4 +1,4 @@
-"""The leave-one-out table of docs/results.md ("Why are the levels lower?"), recomputed from the kept runs.
+"""The leave-one-out table of docs/studies/smac-profile.md ("Why are the levels lower? SMAC's rules on SMAX"), recomputed from the kept runs.
 
 Each row "without SMAC's X (`part=value`)" is the kept run of QMIX on 2s3z with the profile and that part set back
 to SMAX's, seed 0 (", seed N" after it: that seed); the row "whole profile (seeds 0-4)" gives each figure's range over the profile's QMIX seeds.
@@ -58,8 +58,8 @@ def spread(cells: list[str]) -> str:
 
 
 def table_rows(header: str) -> list[list[str]]:
-    """The cells of each row of the results.md table whose header line starts with ``header``."""
-    lines = (ROOT / "docs" / "results.md").read_text().splitlines()
+    """The cells of each row of the study page's table whose header line starts with ``header``."""
+    lines = (ROOT / "docs" / "studies" / "smac-profile.md").read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(header))
     rows = []
     for line in lines[start + 2:]:
