@@ -162,6 +162,15 @@ class ExplorationConfig:
         return self.epsilon_start + frac * (self.epsilon_finish - self.epsilon_start)
 
 
+SMAX_FAMILY = "smax"
+"""The env family of JaxMARL's SMAX (``smax:<map>``), whose runs name the rules they train on (``profile``)."""
+
+
+def is_smax(env: str) -> bool:
+    """Whether the env id names a SMAX map (``smax:2s3z``): the part before the first ':' is ``SMAX_FAMILY``."""
+    return env.partition(":")[0] == SMAX_FAMILY
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrainConfig:
     """Everything a run needs, as asked for. ``semzoo.resolution.resolve`` applies its runtime and preset (the rules

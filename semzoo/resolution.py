@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from semzoo.algos import AlgorithmId, parse_algorithm
-from semzoo.config import TrainConfig
+from semzoo.config import TrainConfig, is_smax
 from semzoo.presets import apply_preset
 
 
@@ -60,11 +60,11 @@ def with_env_profile(config: TrainConfig) -> TrainConfig:
     """``config`` with the profile of a ``smax:<map>`` env named in its env arguments: the one given, else
     ``semzoo.envs.smac_rules.default_profile`` (``smac`` on a map StarCraft II SMAC has), so config.json always
     says which rules the run trained on. Other envs are returned as they are."""
-    family, _, map_name = config.env.partition(":")
-    if family != "smax" or "profile" in config.env_args:
+    if not is_smax(config.env) or "profile" in config.env_args:
         return config
     from semzoo.envs.smac_rules import default_profile
 
+    map_name = config.env.partition(":")[2]
     return dataclasses.replace(config, env_args={**config.env_args, "profile": default_profile(map_name)})
 
 

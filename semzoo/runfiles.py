@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from semzoo.config import TrainConfig, builtin_fields, component_fields, config_fields, registered_components
+from semzoo.config import TrainConfig, builtin_fields, component_fields, config_fields, is_smax, registered_components
 from semzoo.episodic.memory import NO_MEMORY, memory_of
 from semzoo.presets import DEFAULT_RUNTIME, preset_fields, resolved_fields
 
@@ -126,7 +126,7 @@ def stored_config_dict(data: dict[str, Any]) -> dict[str, Any]:
     if "pinned" not in data:  # stored resolved before pinning: the runtime must not fill its fields again
         out["pinned"] = sorted(f.key for f in builtin_fields())
     env_args = out.get("env_args")
-    if str(out.get("env", TrainConfig.env)).startswith("smax:") and isinstance(env_args, dict) and "profile" not in env_args:
+    if is_smax(str(out.get("env", TrainConfig.env))) and isinstance(env_args, dict) and "profile" not in env_args:
         out["env_args"] = {**env_args, "profile": SMAX_OWN_PROFILE}  # stored before runs named their profile
     return out
 
@@ -162,7 +162,7 @@ def env_arg_texts(config: TrainConfig) -> list[str]:
     """The run's env arguments as ``key=value`` words, sorted by key (``['attack=unit_range', 'profile=smac']``);
     SMAX's own profile is left out, so a run on SMAX's rules reads the same whether its config.json names it or not."""
     return [f"{key}={json.dumps(value).strip(chr(34))}" for key, value in sorted(config.env_args.items())
-            if not (key == "profile" and value == SMAX_OWN_PROFILE and config.env.startswith("smax:"))]
+            if not (key == "profile" and value == SMAX_OWN_PROFILE and is_smax(config.env))]
 
 
 def run_variant(config: TrainConfig) -> dict[str, Any]:

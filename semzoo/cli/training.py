@@ -34,7 +34,7 @@ from semzoo.cli.options import (
     _param_name,
     _train_parameters,
 )
-from semzoo.config import TrainConfig, apply_overrides
+from semzoo.config import TrainConfig, apply_overrides, is_smax
 
 if TYPE_CHECKING:
     from semzoo.resolution import ResolvedRun
@@ -231,7 +231,7 @@ def _memory_plan(run: ResolvedRun, runs: int = 1, label: str = "") -> ResolvedRu
 
 def _check_run_env_args(env_id: str, env_args: dict[str, Any]) -> None:
     """ValueError for env args that a run sets itself (SMAX: seed, episode_limit), naming the flag to use."""
-    if env_id.partition(":")[0] == "smax":
+    if is_smax(env_id):
         from semzoo.envs.smax import check_run_env_args
 
         check_run_env_args(env_args)
