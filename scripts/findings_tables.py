@@ -2,6 +2,7 @@
 
     python scripts/findings_tables.py            # every table
     python scripts/findings_tables.py levels     # one of: levels, parts, bases
+    python scripts/findings_tables.py --paste    # write them into the pages that hold them (PAGES)
 
 Each table is printed as the page holds it, so the page pastes it and ``tests/test_findings_numbers.py`` checks that
 the page still does. Figures are rliable's (IQM with a 95 % stratified bootstrap CI, P(X > Y)), as ``semzoo report``
@@ -142,17 +143,42 @@ def bases() -> str:
 
 
 TABLES = {"levels": levels, "parts": parts, "bases": bases}
+PAGES = {"levels": ("docs/results.md", "README.md"), "parts": ("docs/results.md", "docs/studies/smac-profile.md"),
+         "bases": ("docs/results.md",)}
+"""The pages that hold each table, relative to the repository."""
+
+
+def paste(table: str, page: Path) -> bool:
+    """Replace the table of ``page`` whose header line is ``table``'s with ``table``; False when it has none."""
+    lines = page.read_text().splitlines()
+    header = table.splitlines()[0]
+    if header not in lines:
+        return False
+    start = lines.index(header)
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    page.write_text("\n".join([*lines[:start], *table.splitlines(), *lines[end:]]) + "\n")
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tables", nargs="*", metavar="TABLE", help=f"the tables to print: {', '.join(TABLES)} (all by default)")
+    parser.add_argument("--paste", action="store_true", help="write each table into the pages that hold it")
     args = parser.parse_args(argv)
     unknown = [name for name in args.tables if name not in TABLES]
     if unknown:
         parser.error(f"unknown table {unknown[0]!r}: expected one of {', '.join(TABLES)}")
     for name in args.tables or TABLES:
-        sys.stdout.write(TABLES[name]() + "\n\n")
+        table = TABLES[name]()
+        if not args.paste:
+            sys.stdout.write(table + "\n\n")
+            continue
+        for page in PAGES[name]:
+            if not paste(table, ROOT / page):
+                raise SystemExit(f"{page} holds no table headed {table.splitlines()[0]!r}: paste it there once by hand")
+            sys.stdout.write(f"{name} -> {page}\n")
 
 
 if __name__ == "__main__":

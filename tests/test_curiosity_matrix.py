@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+from script_modules import load_script
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "curiosity_matrix.py"
 TINY = ["--seeds", "2", "--m", "3", "--steps", "48", "--epsilon-anneal-steps", "24", "--workers", "1",
         "--set", "learner.batch_size=4"]
 """Two seeds of 48 env steps of the 3-step game: a few updates each, seconds in all."""
 
 
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("curiosity_matrix", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+def curiosity_matrix() -> ModuleType:
+    return load_script("curiosity_matrix")
 
 
 def table_rows(output: str) -> list[list[str]]:
@@ -31,7 +23,7 @@ def table_rows(output: str) -> list[list[str]]:
 
 
 def test_main_prints_one_row_per_algorithm_with_each_seeds_greedy_return(capsys: pytest.CaptureFixture[str]) -> None:
-    load_script().main(["--algos", "qmix,emu-qmix", *TINY])
+    curiosity_matrix().main(["--algos", "qmix,emu-qmix", *TINY])
     output = capsys.readouterr().out
     assert "| algorithm | greedy return per seed | reach 6 | mean |" in output  # m + 3 = 6
     rows = table_rows(output)
@@ -47,7 +39,7 @@ def test_main_prints_one_row_per_algorithm_with_each_seeds_greedy_return(capsys:
 
 
 def test_grid_gives_one_row_per_value(capsys: pytest.CaptureFixture[str]) -> None:
-    load_script().main(["--algos", "emc-qmix", "--grid", "curiosity.curiosity_scale=0.001,1", *TINY])
+    curiosity_matrix().main(["--algos", "emc-qmix", "--grid", "curiosity.curiosity_scale=0.001,1", *TINY])
     rows = table_rows(capsys.readouterr().out)
     assert [row[0] for row in rows] == ["emc-qmix curiosity_scale=0.001", "emc-qmix curiosity_scale=1"]
 
@@ -56,13 +48,13 @@ def test_grid_gives_one_row_per_value(capsys: pytest.CaptureFixture[str]) -> Non
                                  ["--algos", "qmixx"], ["--grid", "learner.lr"]])
 def test_bad_arguments_stop_before_any_run(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as stopped:
-        load_script().main([*TINY, *bad])
+        curiosity_matrix().main([*TINY, *bad])
     assert stopped.value.code == 2
     assert "greedy return per seed" not in capsys.readouterr().out
 
 
 def test_setting_reaches_the_config_and_overrides_win() -> None:
-    script = load_script()
+    script = curiosity_matrix()
     overrides = {"learner.lr": 1e-3, "curiosity.curiosity_scale": 0.1}
     config = script.run_config("emc-qmix", 3, script.Setting(m=5), overrides)
     assert config.env == "matrix:m_step" and config.env_args == {"m": 5} and config.seed == 3

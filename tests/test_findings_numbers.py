@@ -6,26 +6,19 @@ A table that a new kept run changes fails here until it is printed and pasted ag
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import pytest
+from script_modules import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 FINDINGS = ROOT / "docs" / "results.md"
 FINDINGS_MAX_LINES = 400
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("findings_tables", ROOT / "scripts" / "findings_tables.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-TABLES = _script().TABLES
+SCRIPT = load_script("findings_tables")
+TABLES, PAGES = SCRIPT.TABLES, SCRIPT.PAGES
 
 
 @pytest.fixture(scope="module", params=sorted(TABLES))
@@ -34,16 +27,23 @@ def printed(request) -> tuple[str, str]:
     return request.param, TABLES[request.param]()
 
 
-def test_the_findings_page_holds_each_table_as_the_kept_runs_print_it(printed):
+def test_each_page_holds_its_tables_as_the_kept_runs_print_them(printed):
     name, table = printed
-    assert table in FINDINGS.read_text(), f"docs/results.md: paste `python scripts/findings_tables.py {name}` again"
+    assert "docs/results.md" in PAGES[name]
+    stale = [page for page in PAGES[name] if table not in (ROOT / page).read_text()]
+    assert stale == [], f"run `python scripts/findings_tables.py {name} --paste`"
 
 
-def test_the_readme_result_is_the_levels_table(printed):
-    name, table = printed
-    if name != "levels":
-        pytest.skip("the README holds the levels table only")
-    assert table in (ROOT / "README.md").read_text()
+def test_the_readme_result_is_the_levels_table():
+    assert PAGES["levels"] == ("docs/results.md", "README.md")
+
+
+def test_paste_replaces_a_pages_table_in_place(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# t\n\n| a | b |\n|---|---|\n| x | 1 |\n\ntext\n")
+    assert SCRIPT.paste("| a | b |\n|---|---|\n| x | 2 |\n| y | 3 |", page)
+    assert page.read_text() == "# t\n\n| a | b |\n|---|---|\n| x | 2 |\n| y | 3 |\n\ntext\n"
+    assert not SCRIPT.paste("| c |\n|---|", page)
 
 
 def test_each_table_has_rows_and_an_estimate_with_its_interval_in_each(printed):

@@ -9,13 +9,13 @@ win rate from 100k (``scripts/check_results_numbers.py``).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import statistics
 from pathlib import Path
 
 import pytest
+from script_modules import load_script
 
 from semzoo.runfiles import read_metrics
 
@@ -25,11 +25,7 @@ HEADER = "| QMIX, 2s3z, seed 0 | at 100k | at 250k | at 500k |"
 
 
 def _curves():
-    spec = importlib.util.spec_from_file_location("curves", ROOT / "scripts" / "curves.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("curves")
 
 
 def figures(run: Path) -> list[str]:

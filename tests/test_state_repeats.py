@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from script_modules import SCRIPTS, load_script
 
 from semzoo import TrainConfig, train
 from semzoo.config import LearnerConfig
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "state_repeats.py"
-_spec = importlib.util.spec_from_file_location("state_repeats", SCRIPT)
-assert _spec is not None and _spec.loader is not None
-state_repeats = importlib.util.module_from_spec(_spec)
-sys.modules["state_repeats"] = state_repeats  # a dataclass looks its module up there
-_spec.loader.exec_module(state_repeats)
+SCRIPT = SCRIPTS / "state_repeats.py"
+state_repeats = load_script("state_repeats")
 
 
 def packed(*episodes: list[float]) -> tuple[np.ndarray, np.ndarray]:
