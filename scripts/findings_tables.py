@@ -21,7 +21,9 @@ from pathlib import Path
 
 from semzoo.analysis.report import RunSeries, load_runs
 from semzoo.analysis.statistics import Estimate, absolute_score, aggregates, improvements, metric_at
-from semzoo.runfiles import read_metrics
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from curves import curve  # scripts/curves.py: the curve the study pages' per-run rows read
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
@@ -48,9 +50,10 @@ def cell(estimate: Estimate) -> str:
     return f"{estimate.value:.3f} [{estimate.low:.3f}, {estimate.high:.3f}]"
 
 
-def iqms(runs: Sequence[RunSeries], score: Callable[[RunSeries], float], step: int | str) -> dict[tuple[str, str], str]:
-    """(env, label) -> 'IQM [CI]' over the runs' seeds, with the seed count when it is not 5."""
-    return {(a.env, a.algo): cell(a.iqm) + ("" if a.seeds == 5 else f" ({a.seeds} seeds)")
+def iqms(runs: Sequence[RunSeries], score: Callable[[RunSeries], float], step: int | str, *,
+         seed_counts: bool = True) -> dict[tuple[str, str], str]:
+    """(env, label) -> 'IQM [CI]' over the runs' seeds; with ``seed_counts``, the seed count after it when not 5."""
+    return {(a.env, a.algo): cell(a.iqm) + ("" if a.seeds == 5 or not seed_counts else f" ({a.seeds} seeds)")
             for a in aggregates(runs, score, step)}
 
 
@@ -85,11 +88,8 @@ PARTS = {"reward": "SMAC's reward", "fixed_starts": "fixed starts", "attack": "S
 
 def curve_means(runs: Sequence[RunSeries]) -> str:
     """Each run's mean test win rate to 0.5M, in seed order ('0.02, 0.07, 0.22'), or their range from 5 runs."""
-    means = []
-    for run in sorted(runs, key=lambda r: r.run_dir.name):
-        values = [row["value"] for row in read_metrics(run.run_dir) if row["name"] == WIN
-                  and row["env_steps"] <= STEP + 5_000]
-        means.append(statistics.mean(values))
+    means = [statistics.mean(value for _, value in curve(run.run_dir, WIN, STEP))
+             for run in sorted(runs, key=lambda r: r.run_dir.name)]
     if len(means) >= 5:
         return f"{min(means):.2f}-{max(means):.2f}"
     return ", ".join(f"{mean:.2f}" for mean in means)
@@ -99,8 +99,8 @@ def parts() -> str:
     """QMIX on 2s3z with SMAC's rules, each part set back to SMAX's in turn, against the whole profile."""
     runs = linked(sorted(PROFILE.glob("smax_2s3z_qmix_profile-smac_seed*"))
                   + sorted(PROFILE.glob("smax_2s3z_qmix_profile-smac_no-*")), env_args_in_labels=True)
-    at_step = {algo: text for (_, algo), text in iqms(runs, metric_at(WIN, STEP), STEP).items()}
-    absolute = {algo: text for (_, algo), text in iqms(runs, absolute_score(WIN), "absolute").items()}
+    at_step = {algo: text for (_, algo), text in iqms(runs, metric_at(WIN, STEP), STEP, seed_counts=False).items()}
+    absolute = {algo: text for (_, algo), text in iqms(runs, absolute_score(WIN), "absolute", seed_counts=False).items()}
     better = {i.algo: cell(i.probability) for i in improvements(runs, absolute_score(WIN), "absolute")
               if i.base == "qmix profile=smac"}
     by_label: dict[str, list[RunSeries]] = {}
@@ -120,7 +120,7 @@ def parts() -> str:
         if label is None:
             continue
         lines.append(f"| without {name} | {len(by_label[label])} | {curve_means(by_label[label])} "
-                     f"| {at_step[label].split(' (')[0]} | {absolute[label].split(' (')[0]} | {better[label]} |")
+                     f"| {at_step[label]} | {absolute[label]} | {better[label]} |")
     return "\n".join(lines)
 
 
