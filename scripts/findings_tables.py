@@ -1,11 +1,13 @@
-"""Print the headline tables of docs/results.md (and the README's result table) from the kept runs under docs/results/.
+"""Print the headline tables of docs/results.md (and the README's result table), and its other figures, from the kept
+runs under docs/results/.
 
     python scripts/findings_tables.py            # every table
     python scripts/findings_tables.py levels     # one of: levels, parts, bases
     python scripts/findings_tables.py --paste    # write them into the pages that hold them (PAGES)
+    python scripts/findings_tables.py --figures  # the figures of the page's claims and prose, a line each
 
 Each table is printed as the page holds it, so the page pastes it and ``tests/test_findings_numbers.py`` checks that
-the page still does. Figures are rliable's (IQM with a 95 % stratified bootstrap CI, P(X > Y)), as ``semzoo report``
+the page still does; each figure is printed as the page words it (the test finds it there, line breaks aside). Figures are rliable's (IQM with a 95 % stratified bootstrap CI, P(X > Y)), as ``semzoo report``
 computes them, over the run sets named below; a CI depends on the set it was bootstrapped with, so each table names
 its set.
 """
@@ -13,14 +15,19 @@ its set.
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from semzoo.analysis.report import RunSeries, load_runs
-from semzoo.analysis.statistics import Estimate, absolute_score, aggregates, improvements, metric_at
+import numpy as np
+
+from semzoo.analysis.memory_use import memory_use
+from semzoo.analysis.paper import paper_cells, table_1_rows
+from semzoo.analysis.report import RunSeries, load_runs, score_table
+from semzoo.analysis.statistics import ALL_ENVS, Estimate, absolute_score, aggregates, improvements, metric_at
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from curves import curve  # scripts/curves.py: the curve the study pages' per-run rows read
@@ -142,6 +149,152 @@ def bases() -> str:
     return "\n".join(lines)
 
 
+def _at(runs: Sequence[RunSeries], step: int | str) -> dict[tuple[str, str], Estimate]:
+    """(env, label) -> the IQM estimate at ``step`` (or the absolute metric)."""
+    score = absolute_score(WIN) if step == "absolute" else metric_at(WIN, int(step))
+    return {(a.env, a.algo): a.iqm for a in aggregates(runs, score, step)}
+
+
+def _better(runs: Sequence[RunSeries], step: int | str) -> dict[tuple[str, str, str], Estimate]:
+    """(env, X, Y) -> P(X > Y) at ``step`` (or on the absolute metric)."""
+    score = absolute_score(WIN) if step == "absolute" else metric_at(WIN, int(step))
+    return {(i.env, i.algo, i.base): i.probability for i in improvements(runs, score, step)}
+
+
+def percent(value: float) -> int:
+    """A rate in [0, 1] as whole %, halves up, as `semzoo report`'s Table 1 writes it."""
+    return math.floor(value * 100 + 0.5)
+
+
+def _range(values: Sequence[float], form: str) -> str:
+    return f"{min(values):{form}}-{max(values):{form}}"
+
+
+def _cross_hits(runs: Sequence[RunSeries], env: str, algo: str) -> tuple[float, float, float]:
+    """(median, low, high) over runs of the cross-hit rate at each run's last row (`semzoo report`'s memory table)."""
+    use = next(u for u in memory_use(runs) if (u.env, u.algo) == (env, algo))
+    return use.figures["memory_cross_hit_rate"]
+
+
+def _target_means(runs: Sequence[RunSeries], env: str, algo: str, metric: str, step: int) -> float:
+    """The mean over ``algo``'s runs on ``env`` of ``metric`` (a batch mean) at each run's log row nearest ``step``."""
+    values = []
+    for run in runs:
+        if (run.env, run.algo) == (env, algo):
+            steps, rows = run.metrics[metric]
+            values.append(float(rows[int(np.argmin(np.abs(steps - step)))]))
+    return statistics.fmean(values)
+
+
+def figures() -> list[tuple[str, str]]:
+    """The findings page's figures outside its tables: (what, the text the page holds), each from the kept runs."""
+    f = "{:.3f}".format
+    profile = linked(sorted(p for p in PROFILE.iterdir() if "_no-" not in p.name))
+    two, three, own2 = "smax:2s3z profile=smac", "smax:3s5z profile=smac", "smax:2s3z"
+    absolute, better, better_abs = _at(profile, "absolute"), _better(profile, STEP), _better(profile, "absolute")
+    bases_runs = linked(sorted(p for name in ("smax-2s3z", "smax-2s3z-grid", "smax-3s5z", "smax-3s5z-grid")
+                               for p in (RESULTS / name).iterdir()))
+    bases_at = _at(bases_runs, STEP)
+    sem_over_base = [i.value for (env, x, y), i in _better(bases_runs, STEP).items()
+                     if env != ALL_ENVS and y == x.removeprefix("sem-") and x != y]
+    table_1 = [r for r in table_1_rows(paper_cells(score_table(bases_runs, [STEP]), WIN)) if r.step == STEP]
+    authors = _at(load_runs(RESULTS / "smax-3s5z-authors"), STEP)  # QPLEX in its authors' SMAC setup
+    sensitivity = linked(sorted((RESULTS / "smax-2s3z-sensitivity").iterdir())  # with QMIX and SEM-QMIX seeds 0-2
+                         + [RESULTS / "smax-2s3z" / f"smax_2s3z_{algo}_seed{seed}" for algo in ("qmix", "sem-qmix")
+                            for seed in range(3)])
+    quarter = _at(sensitivity, 250_000)
+    sens_end = _at(sensitivity, STEP)
+    own_qmix = [run for run in load_runs(RESULTS / "smax-2s3z") if run.algo == "qmix"]
+    dip = [statistics.fmean(run.value_at(WIN, step) for run in own_qmix) for step in range(150_000, 300_001, 50_000)]
+    cross_2, cross_3 = _cross_hits(profile, two, "sem-qmix"), _cross_hits(profile, three, "sem-qmix")
+    ablation = _at(load_runs(RESULTS / "smax-2s3z-ablation"), STEP)
+    other = linked(sorted((RESULTS / "smax-2s3z-episodic").iterdir()) + sorted((RESULTS / "smax-2s3z").glob("*_qmix_seed*"))
+                   + sorted((RESULTS / "smax-2s3z").glob("*_sem-qmix_seed*")))
+    other_at, other_better = _at(other, STEP), _better(other, STEP)
+    lagma = linked(sorted((RESULTS / "smax-2s3z-lagma").iterdir()) + sorted((RESULTS / "smax-2s3z-paper-runtime").iterdir()))
+    lagma_at, lagma_better = _at(lagma, STEP), _better(lagma, STEP)
+    part_runs = linked(sorted(PROFILE.glob("smax_2s3z_qmix_profile-smac_no-*")), env_args_in_labels=True)
+    part_absolute = {next(a for a in algo.split()[1:] if not a.startswith("profile=")).partition("=")[0]: estimate.value
+                     for (_, algo), estimate in _at(part_runs, "absolute").items()}  # 'qmix obs=smax profile=smac'
+    own_absolute = _at(load_runs(RESULTS / "smax-2s3z-paper-runtime"), "absolute")[(own2, "qmix")].value
+    step_time = [statistics.mean(value for _, value in curve(run.run_dir, WIN, STEP))
+                 for run in sorted(part_runs, key=lambda r: r.run_dir.name) if " step_time=" in run.algo]
+    runtime = linked(sorted(p for m in ("2s3z", "3s5z") for p in (RESULTS / f"smax-{m}-paper-runtime").iterdir()))
+    qmix_means = {name: next(percent(r.here[0]) for r in table_1_rows(paper_cells(score_table(runs, [STEP]), WIN))
+                             if r.base == "qmix" and r.step == STEP) for name, runs in (("former", bases_runs),
+                                                                                       ("paper", runtime))}
+    paper_qmix = next(percent(r.paper_same_maps[0]) for r in table_1 if r.base == "qmix")
+    sparse = _at(load_runs(RESULTS / "smax-3m-sparse"), STEP)
+    random_starts = "smax:3m reward=deaths"
+    return [
+        ("QMIX's mean win rate at 0.5M over 2s3z and 3s5z in the paper's runtime and the former, SMAX's own rules",
+         f"is {qmix_means['paper']} % in " + ("either runtime" if qmix_means["paper"] == qmix_means["former"]
+                                               else f"the paper's runtime and {qmix_means['former']} % in the former")
+         + f" against the paper's {paper_qmix} %"),
+        ("sparse-reward 3m with random starts, IQM at 0.5M: SEM-QMIX, QMIX, mc-qmix",
+         f"(IQM {sparse[(random_starts, 'sem-qmix')].value:.2f} at 500k against QMIX's "
+         f"{sparse[(random_starts, 'qmix')].value:.2f} and `mc-qmix`'s {sparse[(random_starts, 'mc-qmix')].value:.2f})"),
+        ("QMIX's absolute IQM without SMAC's reward and without fixed starts, against SMAX's own rules",
+         f"absolute {f(part_absolute['reward'])} and {f(part_absolute['fixed_starts'])} against {f(own_absolute)}"),
+        ("the other six parts' absolute IQM", "six parts leave it at " + _range(
+            [v for part, v in part_absolute.items() if part not in ("reward", "fixed_starts")], ".3f")),
+        ("QMIX's curve means without SMAC's step time",
+         "curve means " + ", ".join(f"{v:.2f}" for v in step_time[:-1]) + f" and {step_time[-1]:.2f}"),
+        ("mc-qmix over QMIX on 3s5z at 0.5M, SMAC's rules",
+         f"beats QMIX at 500k (P = {f(better[(three, 'mc-qmix', 'qmix')].value)})"),
+        ("QMIX's absolute IQM on SMAC's rules, 2s3z and 3s5z",
+         f"absolute {f(absolute[(two, 'qmix')].value)} and {f(absolute[(three, 'qmix')].value)}"),
+        ("P(SEM-QMIX > QMIX) at 0.5M on SMAC's rules",
+         f"P(SEM-QMIX > QMIX) {f(better[(two, 'sem-qmix', 'qmix')].value)} (2s3z) and "
+         f"{f(better[(three, 'sem-qmix', 'qmix')].value)} (3s5z)"),
+        ("P(SEM-X > X) at 0.5M over the four bases and two maps",
+         f"P(SEM-X > X) {_range(sem_over_base, '.2f')} at 0.5M"),
+        ("Table 1's layout: mean over seeds and maps at 0.5M, X -> SEM-X in %",
+         ", ".join(f"{r.base.upper()} {percent(r.here[0])} -> {percent(r.here[1])}" for r in table_1)),
+        ("the paper's figures for the same two maps",
+         ", ".join(f"{percent(r.paper_same_maps[0])} -> {percent(r.paper_same_maps[1])}" for r in table_1)),
+        ("QPLEX on 3s5z at 0.5M, semzoo's defaults and its authors' setup; QMIX and CW-QMIX",
+         f"QPLEX {cell(bases_at[('smax:3s5z', 'qplex')])} (defaults) and "
+         f"{cell(authors[('smax:3s5z', 'qplex')])} (authors' setup) against QMIX's "
+         f"{f(bases_at[('smax:3s5z', 'qmix')].value)} and CW-QMIX's {f(bases_at[('smax:3s5z', 'cw-qmix')].value)}"),
+        ("SEM-QMIX's cross-hit rate on SMAC's rules, both maps, in %",
+         f"another episode in {100 * min(cross_3[1], cross_2[1]):.1f}-{100 * max(cross_3[2], cross_2[2]):.1f} %"),
+        ("lambda 0.05-0.5 at 250k against QMIX, SEM-QMIX on 2s3z",
+         f"lambda 0.05-0.5 {_range([quarter[(own2, f'sem-qmix lam={lam}')].value for lam in ('0.05', '0.2', '0.5')] + [quarter[(own2, 'sem-qmix')].value], '.3f')} "
+         f"against QMIX's {cell(quarter[(own2, 'qmix')])}"),
+        ("lambda 1 at 250k", f"lambda 1: {cell(quarter[(own2, 'sem-qmix lam=1')])}"),
+        ("table sizes 1e4, 1e6, 1e5 at 0.5M",
+         f"1e4: {cell(sens_end[(own2, 'sem-qmix capacity=10000')])} against 1e6's {cell(sens_end[(own2, 'sem-qmix')])}; "
+         f"1e5 as good as 1e6 ({cell(sens_end[(own2, 'sem-qmix capacity=100000')])})"),
+        ("QMIX's mean test win rate at 150k-300k, 2s3z, SMAX's own rules (former runtime)",
+         "QMIX's mean win rate " + ", ".join(f"{v:.2f}" for v in dip)),
+        ("SEM-QMIX's E and y at 100k and 250k, 2s3z, SMAX's own rules (former runtime)",
+         f"E above y early ({_target_means(bases_runs, own2, 'sem-qmix', 'target_e', 100_000):.3f} against "
+         f"{_target_means(bases_runs, own2, 'sem-qmix', 'target_y', 100_000):.3f} at 100k), level by 250k "
+         f"({_target_means(bases_runs, own2, 'sem-qmix', 'target_e', 250_000):.3f}, "
+         f"{_target_means(bases_runs, own2, 'sem-qmix', 'target_y', 250_000):.3f})"),
+        ("SEM-QMIX's cross-hit rate on SMAC's rules, per map",
+         f"cross-hit rate is {cross_2[1]:.3g}-{cross_2[2]:.3g} (2s3z) and {cross_3[1]:.3g}-{cross_3[2]:.3g} (3s5z)"),
+        ("TD(lambda) QMIX against SEM-QMIX, 2s3z at 0.5M",
+         f"reaches {f(ablation[(own2, 'qmix td_lambda=0.6')].value)} (SMAX's own rules, 5 seeds) and "
+         f"{f(_at(profile, STEP)[(two, 'qmix td_lambda=0.6')].value)} (SMAC's, 3 seeds) against SEM-QMIX's "
+         f"{f(bases_at[(own2, 'sem-qmix')].value)} and {f(_at(profile, STEP)[(two, 'sem-qmix')].value)}"),
+        ("mc-qmix against SEM-QMIX on 3s5z, SMAC's rules",
+         f"P(`mc-qmix` > SEM-QMIX) {f(better[(three, 'mc-qmix', 'sem-qmix')].value)} at 500k, "
+         f"{f(better_abs[(three, 'mc-qmix', 'sem-qmix')].value)} on the absolute metric, "
+         f"{f(absolute[(three, 'mc-qmix')].value)} against {f(absolute[(three, 'sem-qmix')].value)}"),
+        ("EMC-QMIX on 2s3z", f"{cell(other_at[(own2, 'emc-qmix')])} at 500k; P(EMC-QMIX > SEM-QMIX) "
+         f"{f(other_better[(own2, 'emc-qmix', 'sem-qmix')].value)}"),
+        ("EMC-QMIX over QMIX", f"(P = {f(other_better[(own2, 'emc-qmix', 'qmix')].value)})"),
+        ("EMU-QMIX on 2s3z", f"({cell(other_at[(own2, 'emu-qmix')])}; P(EMU-QMIX > QMIX) "
+         f"{f(other_better[(own2, 'emu-qmix', 'qmix')].value)})"),
+        ("LAGMA-QMIX on 2s3z, the paper's runtime",
+         f"({cell(lagma_at[(own2, 'lagma-qmix')])} against {f(lagma_at[(own2, 'qmix')].value)}; P = "
+         f"{lagma_better[(own2, 'lagma-qmix', 'qmix')].value:.2f})"),
+        ("LAGMA-QMIX below SEM-QMIX", f"SEM-QMIX (P = {lagma_better[(own2, 'lagma-qmix', 'sem-qmix')].value:.2f})"),
+    ]
+
+
 TABLES = {"levels": levels, "parts": parts, "bases": bases}
 PAGES = {"levels": ("docs/results.md", "README.md"), "parts": ("docs/results.md", "docs/studies/smac-profile.md"),
          "bases": ("docs/results.md",)}
@@ -166,7 +319,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tables", nargs="*", metavar="TABLE", help=f"the tables to print: {', '.join(TABLES)} (all by default)")
     parser.add_argument("--paste", action="store_true", help="write each table into the pages that hold it")
+    parser.add_argument("--figures", action="store_true", help="print the figures of the claims and the prose instead")
     args = parser.parse_args(argv)
+    if args.figures:
+        for what, text in figures():
+            sys.stdout.write(f"{what}:\n    {text}\n")
+        return
     unknown = [name for name in args.tables if name not in TABLES]
     if unknown:
         parser.error(f"unknown table {unknown[0]!r}: expected one of {', '.join(TABLES)}")

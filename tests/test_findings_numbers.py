@@ -1,7 +1,8 @@
-"""The findings page (docs/results.md) and the README's result hold the tables the kept runs give.
+"""The findings page (docs/results.md) and the README's result hold the tables and figures the kept runs give.
 
 ``scripts/findings_tables.py`` prints each headline table from the runs under docs/results/; the pages paste them.
-A table that a new kept run changes fails here until it is printed and pasted again.
+A table that a new kept run changes fails here until it is printed and pasted again. The figures of the page's claims
+and prose (``--figures``) are each found on the page as the script words them.
 """
 
 from __future__ import annotations
@@ -32,6 +33,15 @@ def test_each_page_holds_its_tables_as_the_kept_runs_print_them(printed):
     assert "docs/results.md" in PAGES[name]
     stale = [page for page in PAGES[name] if table not in (ROOT / page).read_text()]
     assert stale == [], f"run `python scripts/findings_tables.py {name} --paste`"
+
+
+def test_the_findings_page_holds_each_figure_of_its_claims_and_prose_as_the_kept_runs_give_it():
+    pytest.importorskip("rliable")
+    page = " ".join(FINDINGS.read_text().split())  # the page wraps its lines anywhere
+    figures = SCRIPT.figures()
+    assert len(figures) >= 20
+    missing = [f"{what}: {text}" for what, text in figures if text not in page]
+    assert missing == [], "run `python scripts/findings_tables.py --figures` and word the page as it prints"
 
 
 def test_the_readme_result_is_the_levels_table():
