@@ -60,7 +60,8 @@ def cell(estimate: Estimate) -> str:
 def iqms(runs: Sequence[RunSeries], score: Callable[[RunSeries], float], step: int | str, *,
          seed_counts: bool = True) -> dict[tuple[str, str], str]:
     """(env, label) -> 'IQM [CI]' over the runs' seeds; with ``seed_counts``, the seed count after it when not 5."""
-    return {(a.env, a.algo): cell(a.iqm) + ("" if a.seeds == 5 or not seed_counts else f" ({a.seeds} seeds)")
+    return {(a.env, a.algo): cell(a.iqm) + ("" if a.seeds == 5 or not seed_counts
+                                            else f" ({a.seeds} seed{'' if a.seeds == 1 else 's'})")
             for a in aggregates(runs, score, step)}
 
 
