@@ -7,15 +7,14 @@ runs under docs/results/.
     python scripts/findings_tables.py --figures  # the figures of the page's claims and prose, a line each
 
 Each table is printed as the page holds it, so the page pastes it and ``tests/test_findings_numbers.py`` checks that
-the page still does; each figure is printed as the page words it (the test finds it there, line breaks aside). Figures are rliable's (IQM with a 95 % stratified bootstrap CI, P(X > Y)), as ``semzoo report``
-computes them, over the run sets named below; a CI depends on the set it was bootstrapped with, so each table names
-its set.
+the page still does; each figure is printed as the page words it (the test finds it there, line breaks aside).
+Figures are rliable's (IQM with a 95 % stratified bootstrap CI, P(X > Y)), as ``semzoo report`` computes them, over
+the run sets named below; a CI depends on the set it was bootstrapped with, so each table names its set.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 import tempfile
@@ -25,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from semzoo.analysis.memory_use import memory_use
-from semzoo.analysis.paper import paper_cells, table_1_rows
+from semzoo.analysis.paper import Table1Row, paper_cells, percent, table_1_rows
 from semzoo.analysis.report import RunSeries, load_runs, score_table
 from semzoo.analysis.statistics import ALL_ENVS, Estimate, absolute_score, aggregates, improvements, metric_at
 
@@ -150,21 +149,24 @@ def bases() -> str:
     return "\n".join(lines)
 
 
+def _score(step: int | str) -> Callable[[RunSeries], float]:
+    """A run's test win rate at ``step``, or its absolute metric for ``step`` 'absolute'."""
+    return absolute_score(WIN) if step == "absolute" else metric_at(WIN, int(step))
+
+
 def _at(runs: Sequence[RunSeries], step: int | str) -> dict[tuple[str, str], Estimate]:
     """(env, label) -> the IQM estimate at ``step`` (or the absolute metric)."""
-    score = absolute_score(WIN) if step == "absolute" else metric_at(WIN, int(step))
-    return {(a.env, a.algo): a.iqm for a in aggregates(runs, score, step)}
+    return {(a.env, a.algo): a.iqm for a in aggregates(runs, _score(step), step)}
 
 
 def _better(runs: Sequence[RunSeries], step: int | str) -> dict[tuple[str, str, str], Estimate]:
     """(env, X, Y) -> P(X > Y) at ``step`` (or on the absolute metric)."""
-    score = absolute_score(WIN) if step == "absolute" else metric_at(WIN, int(step))
-    return {(i.env, i.algo, i.base): i.probability for i in improvements(runs, score, step)}
+    return {(i.env, i.algo, i.base): i.probability for i in improvements(runs, _score(step), step)}
 
 
-def percent(value: float) -> int:
-    """A rate in [0, 1] as whole %, halves up, as `semzoo report`'s Table 1 writes it."""
-    return math.floor(value * 100 + 0.5)
+def _table_1(runs: Sequence[RunSeries]) -> list[Table1Row]:
+    """`semzoo report`'s Table 1 rows at 0.5M over ``runs``."""
+    return [r for r in table_1_rows(paper_cells(score_table(runs, [STEP]), WIN)) if r.step == STEP]
 
 
 def _range(values: Sequence[float], form: str) -> str:
@@ -192,13 +194,14 @@ def figures() -> list[tuple[str, str]]:
     f = "{:.3f}".format
     profile = linked(sorted(p for p in PROFILE.iterdir() if "_no-" not in p.name))
     two, three, own2 = "smax:2s3z profile=smac", "smax:3s5z profile=smac", "smax:2s3z"
-    absolute, better, better_abs = _at(profile, "absolute"), _better(profile, STEP), _better(profile, "absolute")
+    at_step, absolute = _at(profile, STEP), _at(profile, "absolute")
+    better, better_abs = _better(profile, STEP), _better(profile, "absolute")
     bases_runs = linked(sorted(p for name in ("smax-2s3z", "smax-2s3z-grid", "smax-3s5z", "smax-3s5z-grid")
                                for p in (RESULTS / name).iterdir()))
     bases_at = _at(bases_runs, STEP)
     sem_over_base = [i.value for (env, x, y), i in _better(bases_runs, STEP).items()
                      if env != ALL_ENVS and y == x.removeprefix("sem-") and x != y]
-    table_1 = [r for r in table_1_rows(paper_cells(score_table(bases_runs, [STEP]), WIN)) if r.step == STEP]
+    table_1 = _table_1(bases_runs)
     authors = _at(load_runs(RESULTS / "smax-3s5z-authors"), STEP)  # QPLEX in its authors' SMAC setup
     sensitivity = linked(sorted((RESULTS / "smax-2s3z-sensitivity").iterdir())  # with QMIX and SEM-QMIX seeds 0-2
                          + [RESULTS / "smax-2s3z" / f"smax_2s3z_{algo}_seed{seed}" for algo in ("qmix", "sem-qmix")
@@ -221,9 +224,8 @@ def figures() -> list[tuple[str, str]]:
     step_time = [statistics.mean(value for _, value in curve(run.run_dir, WIN, STEP))
                  for run in sorted(part_runs, key=lambda r: r.run_dir.name) if " step_time=" in run.algo]
     runtime = linked(sorted(p for m in ("2s3z", "3s5z") for p in (RESULTS / f"smax-{m}-paper-runtime").iterdir()))
-    qmix_means = {name: next(percent(r.here[0]) for r in table_1_rows(paper_cells(score_table(runs, [STEP]), WIN))
-                             if r.base == "qmix" and r.step == STEP) for name, runs in (("former", bases_runs),
-                                                                                       ("paper", runtime))}
+    qmix_means = {name: next(percent(r.here[0]) for r in rows if r.base == "qmix")
+                  for name, rows in (("former", table_1), ("paper", _table_1(runtime)))}
     paper_qmix = next(percent(r.paper_same_maps[0]) for r in table_1 if r.base == "qmix")
     sparse = _at(load_runs(RESULTS / "smax-3m-sparse"), STEP)
     random_starts = "smax:3m reward=deaths"
@@ -261,8 +263,9 @@ def figures() -> list[tuple[str, str]]:
         ("SEM-QMIX's cross-hit rate on SMAC's rules, both maps, in %",
          f"another episode in {100 * min(cross_3[1], cross_2[1]):.1f}-{100 * max(cross_3[2], cross_2[2]):.1f} %"),
         ("lambda 0.05-0.5 at 250k against QMIX, SEM-QMIX on 2s3z",
-         f"lambda 0.05-0.5 {_range([quarter[(own2, f'sem-qmix lam={lam}')].value for lam in ('0.05', '0.2', '0.5')] + [quarter[(own2, 'sem-qmix')].value], '.3f')} "
-         f"against QMIX's {cell(quarter[(own2, 'qmix')])}"),
+         "lambda 0.05-0.5 " + _range([quarter[(own2, f"sem-qmix lam={lam}")].value for lam in ("0.05", "0.2", "0.5")]
+                                     + [quarter[(own2, "sem-qmix")].value], ".3f")  # lambda 0.1: plain SEM-QMIX
+         + f" against QMIX's {cell(quarter[(own2, 'qmix')])}"),
         ("lambda 1 at 250k", f"lambda 1: {cell(quarter[(own2, 'sem-qmix lam=1')])}"),
         ("table sizes 1e4, 1e6, 1e5 at 0.5M",
          f"1e4: {cell(sens_end[(own2, 'sem-qmix capacity=10000')])} against 1e6's {cell(sens_end[(own2, 'sem-qmix')])}; "
@@ -278,8 +281,8 @@ def figures() -> list[tuple[str, str]]:
          f"cross-hit rate is {cross_2[1]:.3g}-{cross_2[2]:.3g} (2s3z) and {cross_3[1]:.3g}-{cross_3[2]:.3g} (3s5z)"),
         ("TD(lambda) QMIX against SEM-QMIX, 2s3z at 0.5M",
          f"reaches {f(ablation[(own2, 'qmix td_lambda=0.6')].value)} (SMAX's own rules, 5 seeds) and "
-         f"{f(_at(profile, STEP)[(two, 'qmix td_lambda=0.6')].value)} (SMAC's, 3 seeds) against SEM-QMIX's "
-         f"{f(bases_at[(own2, 'sem-qmix')].value)} and {f(_at(profile, STEP)[(two, 'sem-qmix')].value)}"),
+         f"{f(at_step[(two, 'qmix td_lambda=0.6')].value)} (SMAC's, 3 seeds) against SEM-QMIX's "
+         f"{f(bases_at[(own2, 'sem-qmix')].value)} and {f(at_step[(two, 'sem-qmix')].value)}"),
         ("mc-qmix against SEM-QMIX on 3s5z, SMAC's rules",
          f"P(`mc-qmix` > SEM-QMIX) {f(better[(three, 'mc-qmix', 'sem-qmix')].value)} at 500k, "
          f"{f(better_abs[(three, 'mc-qmix', 'sem-qmix')].value)} on the absolute metric, "

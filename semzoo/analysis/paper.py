@@ -62,10 +62,10 @@ _WIN_PERCENT = {
 }
 
 PAPER_WIN_RATE: dict[tuple[str, str, int], float] = {
-    (task, algo, step): percent / 100
+    (task, algo, step): win_percent / 100
     for step, by_algo in _WIN_PERCENT.items()
     for algo, row in by_algo.items()
-    for task, percent in zip(PAPER_MAPS, row, strict=True)
+    for task, win_percent in zip(PAPER_MAPS, row, strict=True)
 }
 """(map, algo, step) -> the paper's mean test win rate in [0, 1]."""
 
@@ -169,7 +169,7 @@ def paper_markdown(cells: Sequence[PaperCell]) -> str:
                     continue
                 paper = PAPER_WIN_RATE[(task, base, step)], PAPER_WIN_RATE[(task, f"sem-{base}", step)]
                 here = tuple(math.nan if c is None else c.here for c in pair)
-                sides = [f"{_percent(p)} / {_here(c)}" for p, c in zip(paper, pair, strict=True)]
+                sides = [f"{percent(p)} / {_here(c)}" for p, c in zip(paper, pair, strict=True)]
                 lines.append(f"| {env}, {step / 1e6:g}M | {_label(base, setup)} | {sides[0]} | {sides[1]} | "
                              f"{direction(paper[1], paper[0])} / {direction(here[1], here[0])} |")
     return "\n".join(lines)
@@ -242,7 +242,7 @@ def table_1_markdown(rows: Sequence[Table1Row]) -> str:
     for r in rows:
         maps = ", ".join(f"{m} ({_seed_pair(n)})" for m, n in zip(r.maps, r.seeds, strict=True))
         sources = (r.here, r.paper_same_maps, r.paper)
-        cells = [f"{_percent(src[i])} -> {_percent(src[i + 1])}" for i in (0, 2) for src in sources]
+        cells = [f"{percent(src[i])} -> {percent(src[i + 1])}" for i in (0, 2) for src in sources]
         lines.append(f"| {_label(r.base, r.setup)}, {r.step / 1e6:g}M | {r.family}: {maps} | "
                      + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -259,7 +259,7 @@ def _rates(percents: tuple[int, int, int, int]) -> Table1Cells:
     return mean_x / 100, mean_sem / 100, median_x / 100, median_sem / 100
 
 
-def _percent(value: float) -> int:
+def percent(value: float) -> int:
     """A rate in [0, 1] as whole %, halves up (0.125 -> 13; format's round-half-even would write 12)."""
     return math.floor(value * 100 + 0.5)
 
@@ -267,8 +267,8 @@ def _percent(value: float) -> int:
 def _here(cell: PaperCell | None) -> str:
     if cell is None:
         return "-"
-    return f"{_percent(cell.here)} ({cell.seeds} seed{'' if cell.seeds == 1 else 's'})"
+    return f"{percent(cell.here)} ({cell.seeds} seed{'' if cell.seeds == 1 else 's'})"
 
 
 __all__ = ["PAPER_ALGOS", "PAPER_BASES", "PAPER_MAPS", "PAPER_SETUPS", "PAPER_TABLE_1", "PAPER_WIN_RATE", "PaperCell", "Table1Cells", "Table1Row",
-           "direction", "paper_cells", "paper_markdown", "table_1_cells", "table_1_markdown", "table_1_rows"]
+           "direction", "paper_cells", "paper_markdown", "percent", "table_1_cells", "table_1_markdown", "table_1_rows"]
