@@ -23,7 +23,7 @@ _HOMES = {
     "QMIXSettings": "semzoo.mixers.settings", "QPLEXSettings": "semzoo.mixers.settings",
     "WQMIXSettings": "semzoo.mixers.settings",
     "make_env": "semzoo.envs.registry", "register_env": "semzoo.envs.registry",
-    "Memory": "semzoo.episodic.memory", "memory_names": "semzoo.episodic.memory",
+    "Memory": "semzoo.episodic.memory", "MemorySetup": "semzoo.episodic.setup", "memory_names": "semzoo.episodic.memory",
     "register_memory": "semzoo.episodic.memory",
     "Mixer": "semzoo.mixers.base", "register_mixer": "semzoo.mixers.registry",
     "ResolvedRun": "semzoo.resolution", "resolve": "semzoo.resolution",
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from semzoo.envs.registry import make_env, register_env
     from semzoo.episodic.memory import Memory, memory_names, register_memory
     from semzoo.episodic.settings import CuriositySettings, EMCSettings, EMUSettings, LAGMASettings
+    from semzoo.episodic.setup import MemorySetup
     from semzoo.mixers.base import Mixer
     from semzoo.mixers.registry import register_mixer
     from semzoo.mixers.settings import QMIXSettings, QPLEXSettings, WQMIXSettings
@@ -71,7 +72,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AgentConfig", "Algorithm", "CuriositySettings", "EMCSettings", "EMUSettings", "ExplorationConfig",
-    "LAGMASettings", "LearnerConfig", "Memory", "MemoryConfig", "Mixer", "Policy", "QMIXSettings", "QPLEXSettings",
+    "LAGMASettings", "LearnerConfig", "Memory", "MemoryConfig", "MemorySetup", "Mixer", "Policy", "QMIXSettings", "QPLEXSettings",
     "ResolvedRun", "TrainConfig", "Trainer", "WQMIXSettings", "__version__", "absolute_metric", "algorithm_ids",
     "evaluate_run", "load_policy", "make_env", "memory_names", "register_algorithm", "register_env",
     "register_memory", "register_mixer", "resolve", "resume", "resume_seeds", "train", "train_seeds",

@@ -210,8 +210,11 @@ def build(config: TrainConfig, algo: AlgorithmId, env: VecCTDEEnv, device: torch
     if algo.has_memory:
         memory = make_memory(algo.memory, config, state_dim=env.state_dim, n_agents=env.n_agents,
                              n_actions=env.n_actions, obs_dim=env.obs_dim)
-    learner = algo.algorithm.learner_class().from_config(config, agent=agent, mixer=mixer, memory=memory,
-                                                         **algo.algorithm.learner_args)
+    learner_class = algo.algorithm.learner_class()
+    section = learner_class.settings_section
+    learner = learner_class.from_config(config.learner, memory_config=config.memory,
+                                        settings=config.components.get(section) if section else None,
+                                        agent=agent, mixer=mixer, memory=memory, **algo.algorithm.learner_args)
     return RunParts(algo=algo, agent=agent, mixer=mixer, memory=memory, learner=learner)
 
 

@@ -20,6 +20,7 @@ from semzoo.algos import make_run_mixer, parse_algorithm
 from semzoo.cli import app
 from semzoo.config import NON_NEGATIVE, TrainConfig, component_fields, ranged, register_settings
 from semzoo.episodic.memory import memory_class
+from semzoo.episodic.setup import MemorySetup
 from semzoo.plugins import PLUGINS_ENV
 from semzoo.resolution import resolve
 from semzoo.runfiles import read_run_config as load_config
@@ -65,8 +66,35 @@ def test_a_user_memory_with_a_setting_of_its_own_trains_through_the_cli_with_it(
     assert stored["best"] == {"bonus": 0.05} and "best.bonus" in stored["pinned"]
     config = load_config(run_dir)
     assert config.settings("best") == toy.BestSettings(bonus=0.05)
-    memory = memory_class("best").from_config(config, state_dim=4, n_agents=2, n_actions=2, obs_dim=4)
+    memory = memory_class("best").from_config(MemorySetup.of(config, state_dim=4, n_agents=2, n_actions=2, obs_dim=4))
     assert memory.bonus == 0.05 and memory.lookup_batch(None, None).bonus.item() == pytest.approx(0.05)
+
+
+def test_a_memory_is_built_from_its_part_of_the_run_and_never_the_whole_config(toy, monkeypatch):
+    """``make_memory`` (what ``algos.build`` calls) hands the memory a MemorySetup: its own section and the shared
+    memory section, but not the mixer's or the learner-row's settings, the exploration, the runtime or the loop's."""
+    from semzoo.episodic.memory import make_memory
+    from semzoo.episodic.setup import MemorySetup
+
+    config = TrainConfig(env="matrix:two_step", algo="best-cw-qmix", components={"best": toy.BestSettings(bonus=0.2)})
+    assert set(config.components) == {"best", "qmix", "wqmix"}
+    seen = []
+    built = toy.BestReturnMemory.from_config
+
+    def recording(setup):
+        seen.append(setup)
+        return built(setup)
+
+    monkeypatch.setattr(toy.BestReturnMemory, "from_config", staticmethod(recording))
+    memory = make_memory("best", config, state_dim=4, n_agents=2, n_actions=2, obs_dim=3)
+    (setup,) = seen
+    assert isinstance(setup, MemorySetup) and memory.bonus == 0.2
+    assert dict(setup.own) == {"best": toy.BestSettings(bonus=0.2)} and setup.sizes == {
+        "state_dim": 4, "n_agents": 2, "n_actions": 2, "obs_dim": 3}
+    fields = {f.name for f in dataclasses.fields(MemorySetup)}
+    assert not fields & {"components", "exploration", "runtime", "preset", "n_envs", "steps", "algo", "env_args"}
+    with pytest.raises(KeyError, match="'wqmix'.*expected one of \\['best'\\]"):
+        setup.settings("wqmix")
 
 
 def test_a_user_mixer_with_a_setting_of_its_own_trains_through_the_cli_with_it(tmp_path, monkeypatch):

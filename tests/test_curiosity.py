@@ -11,7 +11,13 @@ from test_memory_learner import A, O, U, make_batch
 from semzoo.config import AgentConfig, LearnerConfig, TrainConfig
 from semzoo.episodic.curiosity import Curiosity
 from semzoo.episodic.settings import CuriositySettings
+from semzoo.episodic.setup import MemorySetup
 from semzoo.types import CleanBatch
+
+
+def sized(config: TrainConfig, *, obs_dim: int = O) -> MemorySetup:
+    """The memory's part of a run of ``config`` on the batches' sizes (the curiosity reads no state)."""
+    return MemorySetup.of(config, state_dim=1, n_agents=A, n_actions=U, obs_dim=obs_dim)
 
 
 def make_config(**curiosity) -> TrainConfig:
@@ -20,7 +26,7 @@ def make_config(**curiosity) -> TrainConfig:
 
 
 def make_curiosity(**curiosity) -> Curiosity:
-    made = Curiosity.from_config(make_config(**curiosity), obs_dim=O, n_agents=A, n_actions=U)
+    made = Curiosity.from_config(sized(make_config(**curiosity)))
     assert made is not None
     return made
 
@@ -30,8 +36,8 @@ def clean_batch(**kw) -> CleanBatch:
 
 
 def test_curiosity_off_builds_nothing():
-    assert Curiosity.from_config(make_config(curiosity=False), obs_dim=O, n_agents=A, n_actions=U) is None
-    assert Curiosity.planned_nbytes(make_config(curiosity=False), obs_dim=O, n_agents=A, n_actions=U) == 0
+    assert Curiosity.from_config(sized(make_config(curiosity=False))) is None
+    assert Curiosity.planned_nbytes(sized(make_config(curiosity=False))) == 0
 
 
 # ----- the decay schedule ----------------------------------------------------------------------------------
@@ -97,7 +103,7 @@ def test_reward_trains_its_networks_under_the_learners_no_grad():
 
 def test_soft_copy_follows_the_vdn_net_by_tau_and_the_target_syncs_at_the_learners_period():
     config = dataclasses.replace(make_config(), learner=LearnerConfig(target_update_episodes=3))
-    curiosity = Curiosity.from_config(config, obs_dim=O, n_agents=A, n_actions=U)
+    curiosity = Curiosity.from_config(sized(config))
     assert curiosity is not None
     clean = clean_batch()
     start = [p.clone() for p in curiosity.q_net.parameters()]
@@ -115,7 +121,7 @@ def test_soft_copy_follows_the_vdn_net_by_tau_and_the_target_syncs_at_the_learne
 
 def test_a_batch_of_another_env_is_a_one_line_error():
     with pytest.raises(ValueError, match=r"clean\.obs has shape .* expected \[B, T\+1, 2, 5\]"):
-        Curiosity.from_config(make_config(), obs_dim=5, n_agents=A, n_actions=U).reward(clean_batch())  # type: ignore[union-attr]
+        Curiosity.from_config(sized(make_config(), obs_dim=5)).reward(clean_batch())  # type: ignore[union-attr]
 
 
 # ----- determinism and state -------------------------------------------------------------------------------
@@ -126,7 +132,7 @@ def test_networks_come_from_the_run_seed_and_leave_the_global_stream_untouched()
     assert torch.equal(torch.get_rng_state(), before)
     for p, q in zip(a.q_net.parameters(), b.q_net.parameters()):
         assert torch.equal(p, q)
-    other = Curiosity.from_config(dataclasses.replace(make_config(), seed=4), obs_dim=O, n_agents=A, n_actions=U)
+    other = Curiosity.from_config(sized(dataclasses.replace(make_config(), seed=4)))
     assert other is not None and not torch.equal(next(other.q_net.parameters()), next(a.q_net.parameters()))
 
 
@@ -149,4 +155,4 @@ def test_a_restored_curiosity_continues_bit_for_bit():
 def test_planned_bytes_are_the_bytes_held_after_an_update():
     curiosity = make_curiosity()
     curiosity.reward(clean_batch())
-    assert Curiosity.planned_nbytes(make_config(), obs_dim=O, n_agents=A, n_actions=U) == curiosity.nbytes > 0
+    assert Curiosity.planned_nbytes(sized(make_config())) == curiosity.nbytes > 0

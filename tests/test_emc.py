@@ -17,6 +17,7 @@ from semzoo.config import MemoryConfig, TrainConfig
 from semzoo.episodic.curiosity import Curiosity
 from semzoo.episodic.emc import EMCMemory
 from semzoo.episodic.memory import memory_class
+from semzoo.episodic.setup import MemorySetup
 from semzoo.runfiles import read_metrics
 from semzoo.types import CleanBatch
 
@@ -144,7 +145,7 @@ def test_with_nothing_stored_only_real_ends_carry_the_emc_loss():
 
 def test_the_curiosity_reward_joins_the_td_target():
     config = TrainConfig(env="matrix:two_step", algo="emc-qmix")
-    curiosity = Curiosity.from_config(config, obs_dim=3, n_agents=2, n_actions=3)
+    curiosity = Curiosity.from_config(MemorySetup.of(config, obs_dim=3, n_agents=2, n_actions=3, state_dim=1))
     batch = make_batch()
     _, stats = make_learner(make_memory(curiosity=curiosity)).compute_loss(batch)
     _, plain = make_learner(make_memory()).compute_loss(batch)
@@ -155,13 +156,13 @@ def test_the_curiosity_reward_joins_the_td_target():
 
 def test_planned_bytes_bound_a_full_memory():
     config = TrainConfig(env="matrix:two_step", algo="emc-qmix", memory=MemoryConfig(capacity=64))
-    memory = EMCMemory.from_config(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=3)
+    memory = EMCMemory.from_config(MemorySetup.of(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=3))
     memory.write(np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32), np.zeros(64))
     assert memory.curiosity is not None
     memory.curiosity.reward(CleanBatch.from_batch(make_batch()))
-    planned = EMCMemory.planned_nbytes(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=3)
+    planned = EMCMemory.planned_nbytes(MemorySetup.of(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=3))
     assert memory.n_entries == 64 and memory.nbytes <= planned <= memory.nbytes + 300_000  # the recent run's bound
-    assert EMCMemory.planned_state_key_words(config, state_dim=S, n_agents=2, n_actions=3) == memory.state_key_words == 4
+    assert EMCMemory.planned_state_key_words(MemorySetup.of(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=1)) == memory.state_key_words == 4
 
 
 # ----- through the CLI ---------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from semzoo.cli import app
 from semzoo.config import MemoryConfig, TrainConfig
 from semzoo.episodic.emu import VISIT_EPSILON, EMUMemory
 from semzoo.episodic.memory import memory_class
+from semzoo.episodic.setup import MemorySetup
 from semzoo.runfiles import read_metrics
 from semzoo.types import CleanBatch, EpisodeBatch
 
@@ -202,22 +203,22 @@ def test_emu_is_registered_and_building_it_leaves_the_global_torch_stream_alone(
     assert memory_class("emu") is EMUMemory
     before = torch.get_rng_state()
     config = TrainConfig(env="matrix:two_step", algo="emu-qmix", device="cpu", memory=MemoryConfig(capacity=64))
-    memory = EMUMemory.from_config(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=4)
+    memory = EMUMemory.from_config(MemorySetup.of(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=4))
     assert torch.equal(before, torch.get_rng_state())
     assert memory.curiosity is not None and memory.state_key_words == 0
-    assert EMUMemory.planned_state_key_words(config, state_dim=S, n_agents=2, n_actions=3) == 0
-    again = EMUMemory.from_config(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=4)
+    assert EMUMemory.planned_state_key_words(MemorySetup.of(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=1)) == 0
+    again = EMUMemory.from_config(MemorySetup.of(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=4))
     assert_same(memory.embedder.state_dict(), again.embedder.state_dict())
 
 
 def test_a_full_memory_holds_no_more_than_planned():
     config = TrainConfig(env="matrix:two_step", algo="emu-qmix", device="cpu", memory=MemoryConfig(capacity=40))
-    memory = EMUMemory.from_config(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=4)
+    memory = EMUMemory.from_config(MemorySetup.of(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=4))
     states = random_states(60, seed=7).reshape(20, 3, S)
     store(memory, episodes(states, np.ones((20, 2))))
     memory.train_embedder()
     assert memory.index.n_entries == 40  # full: least recently used entries were evicted
-    assert 0 < memory.nbytes <= EMUMemory.planned_nbytes(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=4)
+    assert 0 < memory.nbytes <= EMUMemory.planned_nbytes(MemorySetup.of(config, state_dim=S, n_agents=2, n_actions=3, obs_dim=4))
 
 
 def test_state_dict_restores_a_memory_that_then_answers_and_trains_alike():

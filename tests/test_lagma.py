@@ -28,6 +28,7 @@ from semzoo.config import LearnerConfig, TrainConfig
 from semzoo.episodic.lagma import LAGMAMemory
 from semzoo.episodic.memory import MemoryDoesNotFitEnv, memory_class
 from semzoo.episodic.settings import LAGMASettings
+from semzoo.episodic.setup import MemorySetup
 from semzoo.learners.q_learner import QLearner
 from semzoo.resolution import resolve
 from semzoo.run import memory_plan
@@ -441,9 +442,9 @@ def test_lagma_is_registered_for_every_base(base):
 def test_building_leaves_the_global_torch_stream_alone_and_is_seeded():
     before = torch.get_rng_state()
     config = TrainConfig(env="smax:3m", algo="lagma-qmix", device="cpu")
-    memory = LAGMAMemory.from_config(config, state_dim=12, n_agents=3, n_actions=9, obs_dim=30)
+    memory = LAGMAMemory.from_config(MemorySetup.of(config, state_dim=12, n_agents=3, n_actions=9, obs_dim=30))
     assert torch.equal(before, torch.get_rng_state())
-    again = LAGMAMemory.from_config(config, state_dim=12, n_agents=3, n_actions=9, obs_dim=30)
+    again = LAGMAMemory.from_config(MemorySetup.of(config, state_dim=12, n_agents=3, n_actions=9, obs_dim=30))
     assert_same(memory.state_dict(), again.state_dict())
     assert memory.n_codes == 64 and memory.top_k == 30 and memory.state_key_words == 0
 
@@ -467,7 +468,7 @@ def test_a_filled_memory_holds_no_more_than_planned():
     assert memory.n_sequences > 0 and memory.trainings > 0
     settings = LAGMASettings(lagma_n_codes=4, lagma_latent_dim=2, lagma_hidden_dim=5, lagma_top_k=2)
     config = TrainConfig(algo="lagma-qmix", components={"lagma": settings})
-    planned = LAGMAMemory.planned_nbytes(config, state_dim=3, n_agents=2, n_actions=3, obs_dim=4)
+    planned = LAGMAMemory.planned_nbytes(MemorySetup.of(config, state_dim=3, n_agents=2, n_actions=3, obs_dim=4))
     assert 0 < memory.nbytes <= planned
     assert memory_plan.table_bytes(sizes(state_dim=3), resolve(config))[0] == planned
 
@@ -502,7 +503,7 @@ def test_a_latent_size_above_the_state_size_is_refused_where_the_state_size_is_k
                                                   r"of matrix:two_step \(LAGMA uses 8\); lower --lagma-latent-dim$"):
         memory_plan.table_bytes(sizes(state_dim=4), resolve(config))
     with pytest.raises(MemoryDoesNotFitEnv):
-        LAGMAMemory.from_config(config, state_dim=4, n_agents=2, n_actions=2, obs_dim=3)
+        LAGMAMemory.from_config(MemorySetup.of(config, state_dim=4, n_agents=2, n_actions=2, obs_dim=3))
 
 
 @pytest.mark.parametrize(("args", "line"), [

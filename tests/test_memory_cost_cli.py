@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from semzoo.cli import app
 from semzoo.episodic.sem import make_episodic_memory
+from semzoo.episodic.setup import MemorySetup
 
 runner = CliRunner()
 PAPER_MAPS = ("1c3s5z", "2s_vs_1sc", "2s3z", "3s5z", "27m_vs_30m", "2c_vs_64zg", "MMM2", "bane_vs_bane")
@@ -118,7 +119,7 @@ def test_every_registered_memory_is_reported_with_what_the_memory_plan_counts():
     assert result.exit_code == 0, result.output
     for name in memory_names():
         config = TrainConfig(algo=f"{name}-qmix", memory=MemoryConfig(capacity=2000))  # with its own settings
-        nbytes = memory_class(name).planned_nbytes(config, state_dim=10, n_agents=3, n_actions=5, obs_dim=7)
+        nbytes = memory_class(name).planned_nbytes(MemorySetup.of(config, state_dim=10, n_agents=3, n_actions=5, obs_dim=7))
         # mc (the own-return ablation) keeps nothing; a test's plugin memory may plan nothing either
         assert nbytes > 0 or name == "mc" or not memory_class(name).__module__.startswith("semzoo."), name
         (line,) = [ln for ln in result.output.splitlines() if ln.startswith(f"  {name} ")]

@@ -19,6 +19,7 @@ from semzoo.episodic.plans import (
     embedder_parameter_count,
     vqvae_parameter_count,
 )
+from semzoo.episodic.setup import MemorySetup
 
 
 def n_parameters(net: torch.nn.Module) -> int:
@@ -48,7 +49,8 @@ def test_every_built_in_memory_plans_its_formula(changed):
         if changed:
             config = TrainConfig(algo=f"{name}-qmix", memory=MemoryConfig(capacity=777, proj_dim=6))
             config = config.with_settings("lagma", lagma_n_codes=32) if name == "lagma" else config
-        assert memory_class(name).planned_nbytes(config, **sizes) == plan(config, **sizes), name
+        setup = MemorySetup.of(config, **sizes)
+        assert memory_class(name).planned_nbytes(setup) == plan(setup), name
 
 
 def test_the_contract_names_every_hook_once_required_or_grouped():

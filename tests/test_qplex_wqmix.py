@@ -211,7 +211,8 @@ def test_weighted_qmix_ids_build_the_monotonic_qmix_mixer_and_the_wqmix_learner(
     from semzoo.envs.registry import make_vec_env
     from semzoo.mixers.qmix import QMixer
 
-    config = TrainConfig(env="matrix:climbing", algo=name, n_envs=1)
+    config = TrainConfig(env="matrix:climbing", algo=name, n_envs=1,
+                         components={"wqmix": WQMIXSettings(wqmix_alpha=0.3, central_embed_dim=8)})
     env = make_vec_env(config)
     try:
         parts = algos.build(config, algos.parse_algorithm(name), env, torch.device("cpu"))
@@ -219,6 +220,15 @@ def test_weighted_qmix_ids_build_the_monotonic_qmix_mixer_and_the_wqmix_learner(
         env.close()
     assert type(parts.mixer) is QMixer
     assert type(parts.learner) is WQMIXLearner and parts.learner.weighting == name[:2]
+    assert parts.learner.alpha == 0.3 and parts.learner.central_mixer.value[0].out_features == 8  # its own section
+
+
+def test_a_learner_without_settings_of_its_own_refuses_some():
+    from semzoo.learners.q_learner import QLearner
+
+    with pytest.raises(TypeError, match="no settings of its own"):
+        QLearner.from_config(LearnerConfig(), memory_config=MemoryConfig(), settings=WQMIXSettings(), agent=None,
+                             mixer=None)
 
 
 def test_wqmix_rejects_an_unknown_weighting():

@@ -147,16 +147,16 @@ def memory_costs(sizes: EnvSizes, *, capacity: int | float = DEFAULT_CAPACITY,
     The figure the memory plan of ``semzoo train`` counts for it, with the other settings at their defaults.
     """
     from semzoo.config import MemoryConfig, TrainConfig
+    from semzoo.episodic.setup import MemorySetup
 
     memory = MemoryConfig(capacity=int(capacity), proj_dim=proj_dim)
-    sized = {"state_dim": sizes.state_dim, "n_agents": sizes.n_agents, "n_actions": sizes.n_actions,
-             "obs_dim": sizes.obs_dim}
     out = {}
     for name in memory_names():
         config = TrainConfig(algo=f"{name}-qmix", memory=memory)  # the memory's own settings at their defaults
+        setup = MemorySetup.of(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents, n_actions=sizes.n_actions,
+                               obs_dim=sizes.obs_dim)
         # a built-in memory's formula without importing it (torch's default float, 4 bytes); a plugin's from its class
-        out[name] = (BUILTIN_PLANS[name](config, **sized) if name in BUILTIN_PLANS
-                     else memory_class(name).planned_nbytes(config, **sized))
+        out[name] = BUILTIN_PLANS[name](setup) if name in BUILTIN_PLANS else memory_class(name).planned_nbytes(setup)
     return out
 
 

@@ -46,8 +46,9 @@ from semzoo.agents.rnn import MASKED_Q, RNNAgent
 from semzoo.episodic.plans import curiosity_bytes
 
 if TYPE_CHECKING:
-    from semzoo.config import AgentConfig, LearnerConfig, TrainConfig
+    from semzoo.config import AgentConfig, LearnerConfig
     from semzoo.episodic.settings import CuriositySettings
+    from semzoo.episodic.setup import MemorySetup
     from semzoo.types import CleanBatch
 
 CURIOSITY_STREAM = 0xC0210
@@ -96,13 +97,14 @@ class Curiosity:
         self._losses = {"curiosity_loss_td": NO_LOSS, "curiosity_loss_predictor": NO_LOSS}
 
     @classmethod
-    def from_config(cls, config: TrainConfig, *, obs_dim: int, n_agents: int, n_actions: int) -> Curiosity | None:
-        """The curiosity of a run of ``config`` (its ``curiosity``, ``agent`` and ``learner`` sections); None when off."""
-        settings = config.settings("curiosity")
+    def from_config(cls, setup: MemorySetup) -> Curiosity | None:
+        """The curiosity of a memory of ``setup`` (its ``curiosity`` section, the run's ``agent`` and ``learner``
+        sections, which it copies as a second learner); None when off."""
+        settings = setup.settings("curiosity")
         if not settings.curiosity:
             return None
-        return cls(obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions, agent=config.agent,
-                   learner=config.learner, curiosity=settings, seed=config.seed)
+        return cls(obs_dim=setup.obs_dim, n_agents=setup.n_agents, n_actions=setup.n_actions, agent=setup.agent,
+                   learner=setup.learner, curiosity=settings, seed=setup.seed)
 
     # ----- the schedule --------------------------------------------------------------------------------------
 
@@ -217,10 +219,9 @@ class Curiosity:
         return sum(t.numel() * t.element_size() for t in tensors)
 
     @classmethod
-    def planned_nbytes(cls, config: TrainConfig, *, obs_dim: int, n_agents: int, n_actions: int) -> int:
+    def planned_nbytes(cls, setup: MemorySetup) -> int:
         """Bytes the curiosity of such a run holds once trained (``nbytes`` after the first update); 0 when off."""
-        return curiosity_bytes(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions,
-                               word_bytes=default_float_bytes())
+        return curiosity_bytes(setup, word_bytes=default_float_bytes())
 
     def metrics(self) -> dict[str, float]:
         """The current scale and the last update's losses of the VDN learner and the predictor."""

@@ -58,7 +58,7 @@ from semzoo.episodic.tolerance import AllClose
 from semzoo.episodic.usage import TableUsage
 
 if TYPE_CHECKING:
-    from semzoo.config import TrainConfig
+    from semzoo.episodic.setup import MemorySetup
     from semzoo.types import CleanBatch, EpisodeBatch, OnlineValues
 
 PROJECTION_STREAM = 0xE3C
@@ -113,24 +113,21 @@ class EMCMemory(Memory):
         self.last_hit_rate = NO_HIT_RATE
 
     @classmethod
-    def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
-                    obs_dim: int) -> EMCMemory:
-        """D and capacity from ``config.memory``, the tolerance and loss weight from its settings ``emc``, the curiosity."""
-        e = config.settings("emc")
-        return cls(state_dim=state_dim, proj_dim=config.memory.proj_dim, capacity=config.memory.capacity,
-                   gamma=config.learner.gamma, seed=config.seed, loss_weight=e.emc_loss_weight, atol=e.emc_atol,
-                   rtol=e.emc_rtol,
-                   curiosity=Curiosity.from_config(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions))
+    def from_config(cls, setup: MemorySetup) -> EMCMemory:
+        """D and capacity from ``setup.memory``, the tolerance and loss weight from its settings ``emc``, the curiosity."""
+        e = setup.settings("emc")
+        return cls(state_dim=setup.state_dim, proj_dim=setup.memory.proj_dim, capacity=setup.memory.capacity,
+                   gamma=setup.gamma, seed=setup.seed, loss_weight=e.emc_loss_weight, atol=e.emc_atol,
+                   rtol=e.emc_rtol, curiosity=Curiosity.from_config(setup))
 
     @classmethod
-    def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
+    def planned_nbytes(cls, setup: MemorySetup) -> int:
         """The index and the returns at full capacity, M (float64) and the curiosity's networks and optimisers."""
-        return emc_bytes(config, state_dim=state_dim, n_agents=n_agents, n_actions=n_actions, obs_dim=obs_dim,
-                         word_bytes=default_float_bytes())
+        return emc_bytes(setup, word_bytes=default_float_bytes())
 
     @classmethod
-    def planned_state_key_words(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> int:
-        return config.memory.proj_dim  # the float32 bits of z = M s
+    def planned_state_key_words(cls, setup: MemorySetup) -> int:
+        return setup.memory.proj_dim  # the float32 bits of z = M s
 
     # ----- keys ----------------------------------------------------------------------------------------------
 

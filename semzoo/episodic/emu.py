@@ -64,7 +64,7 @@ from semzoo.episodic.tolerance import EMU_DELTA, ZBox
 from semzoo.episodic.usage import TableUsage
 
 if TYPE_CHECKING:
-    from semzoo.config import TrainConfig
+    from semzoo.episodic.setup import MemorySetup
     from semzoo.types import CleanBatch, EpisodeBatch
 
 VISIT_EPSILON = 1e-3
@@ -196,27 +196,25 @@ class EMUMemory(Memory):
         self._won: np.ndarray | None = None
 
     @classmethod
-    def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
-                    obs_dim: int) -> EMUMemory:
-        """EMU of a run: its settings ``emu``, D and capacity from ``config.memory``, gamma and seed of the run, its device."""
+    def from_config(cls, setup: MemorySetup) -> EMUMemory:
+        """EMU of a run: its settings ``emu``, D and capacity from ``setup.memory``, gamma and seed of the run, its
+        device, the curiosity."""
         from semzoo.run.device import resolve_device
 
-        e, m = config.settings("emu"), config.memory
-        return cls(state_dim=state_dim, proj_dim=m.proj_dim, capacity=m.capacity, gamma=config.learner.gamma,
-                   seed=config.seed, delta=e.emu_delta, hidden_dim=e.emu_hidden_dim, lr=e.emu_lr,
+        e, m = setup.settings("emu"), setup.memory
+        return cls(state_dim=setup.state_dim, proj_dim=m.proj_dim, capacity=m.capacity, gamma=setup.gamma,
+                   seed=setup.seed, delta=e.emu_delta, hidden_dim=e.emu_hidden_dim, lr=e.emu_lr,
                    grad_clip=e.emu_grad_clip, state_loss_weight=e.emu_state_loss_weight,
                    train_interval=e.emu_train_interval, train_samples=e.emu_train_samples,
                    train_batch=e.emu_train_batch, norm_interval=e.emu_norm_interval, incentive=e.emu_incentive,
                    desirable_return=e.emu_desirable_return, init_desirability=e.emu_flag_init_desirability,
-                   device=resolve_device(config.device),
-                   curiosity=Curiosity.from_config(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions),
-                   curiosity_interval=config.settings("curiosity").curiosity_decay_steps)
+                   device=resolve_device(setup.device), curiosity=Curiosity.from_config(setup),
+                   curiosity_interval=setup.settings("curiosity").curiosity_decay_steps)
 
     @classmethod
-    def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
+    def planned_nbytes(cls, setup: MemorySetup) -> int:
         """Full capacity (raw state, t, H, N, N_d, flag; the index's key, grid and LRU), the embedder and Adam, curiosity."""
-        return emu_bytes(config, state_dim=state_dim, n_agents=n_agents, n_actions=n_actions, obs_dim=obs_dim,
-                         word_bytes=default_float_bytes())
+        return emu_bytes(setup, word_bytes=default_float_bytes())
 
     # ----- embedding ---------------------------------------------------------------------------------------
     def tau(self, time: Any) -> torch.Tensor:

@@ -97,7 +97,7 @@ from semzoo.episodic.settings import LAGMASettings
 from semzoo.episodic.usage import TableUsage
 
 if TYPE_CHECKING:
-    from semzoo.config import TrainConfig
+    from semzoo.episodic.setup import MemorySetup
     from semzoo.types import CleanBatch, EpisodeBatch
 
 VQVAE_SEED_OFFSET = 0x1A6A
@@ -279,45 +279,43 @@ class LAGMAMemory(Memory):
 
     # ----- building ------------------------------------------------------------------------------------------
     @classmethod
-    def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
-                    obs_dim: int) -> LAGMAMemory:
+    def from_config(cls, setup: MemorySetup) -> LAGMAMemory:
         """LAGMA of a run: its settings ``lagma``, gamma and seed of the run, its device."""
         from semzoo.run.device import resolve_device
 
-        cls.check_env(config, state_dim=state_dim, n_agents=n_agents, n_actions=n_actions, obs_dim=obs_dim)
-        c = config.settings("lagma")
-        return cls(state_dim=state_dim, n_codes=c.lagma_n_codes, latent_dim=c.lagma_latent_dim,
+        cls.check_env(setup)
+        c = setup.settings("lagma")
+        return cls(state_dim=setup.state_dim, n_codes=c.lagma_n_codes, latent_dim=c.lagma_latent_dim,
                    hidden_dim=c.lagma_hidden_dim, lr=c.lagma_lr, vq_coef=c.lagma_vq_coef,
                    commit_coef=c.lagma_commit_coef, coverage_coef=c.lagma_coverage_coef,
                    vqvae_interval=c.lagma_vqvae_interval, codebook_interval=c.lagma_codebook_interval,
                    start_steps=c.lagma_start_steps, sequence_interval=c.lagma_sequence_interval,
                    value_window=c.lagma_value_window, top_k=c.lagma_top_k, incentive=c.lagma_incentive,
-                   gamma=config.learner.gamma, seed=config.seed, device=resolve_device(config.device))
+                   gamma=setup.gamma, seed=setup.seed, device=resolve_device(setup.device))
 
     @classmethod
-    def fit_env(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
-                obs_dim: int) -> tuple[TrainConfig, str | None]:
+    def fit_env(cls, setup: MemorySetup) -> tuple[MemorySetup, str | None]:
         """The default latent size (LAGMA's 8) capped by a smaller state size (the matrix games' 2-4): a code no larger
         than what it encodes. A latent size given on the command line or in the config is kept (``check_env``)."""
-        latent = config.settings("lagma").lagma_latent_dim
-        if latent <= state_dim or latent != LAGMASettings.lagma_latent_dim or LATENT_KEY in config.pinned:
-            return config, None
-        fitted = config.with_settings("lagma", lagma_latent_dim=state_dim)
-        return fitted, (f"lagma_latent_dim={latent} (LAGMA's) is above the state size {state_dim} of {config.env}: "
+        latent, state_dim = setup.settings("lagma").lagma_latent_dim, setup.state_dim
+        if latent <= state_dim or latent != LAGMASettings.lagma_latent_dim or LATENT_KEY in setup.given:
+            return setup, None
+        fitted = setup.with_settings("lagma", lagma_latent_dim=state_dim)
+        return fitted, (f"lagma_latent_dim={latent} (LAGMA's) is above the state size {state_dim} of {setup.env}: "
                         f"the run takes lagma_latent_dim={state_dim} (its config.json says so); give "
                         "--lagma-latent-dim to choose another")
 
     @classmethod
-    def check_env(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> None:
+    def check_env(cls, setup: MemorySetup) -> None:
         """A latent size above the env's state size is refused: a code would be larger than what it encodes."""
-        latent = config.settings("lagma").lagma_latent_dim
-        if latent > state_dim:
-            raise MemoryDoesNotFitEnv(latent_message(latent, state_dim, config.env))
+        latent = setup.settings("lagma").lagma_latent_dim
+        if latent > setup.state_dim:
+            raise MemoryDoesNotFitEnv(latent_message(latent, setup.state_dim, setup.env))
 
     @classmethod
-    def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
+    def planned_nbytes(cls, setup: MemorySetup) -> int:
         """The codes' windows, values and counts, the top-k sequences of every code, the VQ-VAE with Adam's moments."""
-        return lagma_bytes(config, state_dim=state_dim, n_agents=n_agents, n_actions=n_actions, obs_dim=obs_dim)
+        return lagma_bytes(setup)
 
     # ----- writing: visits of stored episodes (diagnostics) ------------------------------------------------------
     def on_store(self, batch: EpisodeBatch, slot_state_keys: np.ndarray | None) -> None:

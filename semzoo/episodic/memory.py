@@ -5,15 +5,16 @@ prefix of the algorithm ids ``name-<base>`` (``sem-qmix``, ``saem-vdn``; semzoo.
 the multi-seed group and the learner call the hooks below and never branch on a memory's name, so a new
 memory is one file (a plugin module, or ``episodic/<name>.py`` plus its name and module in ``_BUILTIN``).
 
-The hooks, in the order a run calls them (shapes: B episodes, T steps, D state-key words):
+The hooks, in the order a run calls them (shapes: B episodes, T steps, D state-key words). The class methods receive
+a ``MemorySetup`` (semzoo.episodic.setup): the env's sizes, the shared ``memory`` section, the memory's own settings
+sections and the run facts it reads, never the whole TrainConfig.
 
-    from_config(config, state_dim=, n_agents=, n_actions=,   build for a run (semzoo.algos.build)
-                obs_dim=)
-    fit_env(config, state_dim=, ...) -> (config, note)       its defaults that the env's sizes rule out, fitted
+    from_config(setup)                                       build for a run (semzoo.algos.build)
+    fit_env(setup) -> (setup, note)                          its defaults that the env's sizes rule out, fitted
                                                              (LAGMA's latent size), with the line that says so
-    check_env(config, state_dim=, ...)                       refuse settings the env's sizes rule out
+    check_env(setup)                                         refuse settings the env's sizes rule out
                                                              (MemoryDoesNotFitEnv), before a run is built
-    planned_nbytes(config, ...), planned_state_key_words     its bytes and key-cache width before a run is built
+    planned_nbytes(setup), planned_state_key_words(setup)    its bytes and key-cache width before a run is built
                                                              (the memory plan, `semzoo memory-cost`)
     state_key_words, slot_state_keys(batch) -> [B,T+1,D]     the keys of stored steps, computed once when an
                                                              episode is stored; the replay buffer keeps them
@@ -51,6 +52,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from semzoo.episodic.setup import MemorySetup
 from semzoo.plugins import check_free, load_plugins
 
 if TYPE_CHECKING:
@@ -120,36 +122,33 @@ class Memory(ABC):
     # ----- building --------------------------------------------------------------------------------------
     @classmethod
     @abstractmethod
-    def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
-                    obs_dim: int) -> Memory:
-        """The memory of a run of ``config`` on an env of these sizes (its settings: ``config.memory`` and its own section).
-
-        ``obs_dim`` is one agent's observation size, for a memory that trains networks on the agents' inputs (curiosity).
-        """
+    def from_config(cls, setup: MemorySetup) -> Memory:
+        """The memory of a run: its settings ``setup.memory`` and ``setup.settings(<its section>)``, the env's sizes
+        ``setup.state_dim``, ``n_agents``, ``n_actions`` and ``obs_dim`` (one agent's observation size, for a memory
+        that trains networks on the agents' inputs: curiosity), gamma and the seed of the run."""
 
     @classmethod
-    def check_env(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> None:
+    def check_env(cls, setup: MemorySetup) -> None:
         """Raise ``MemoryDoesNotFitEnv`` (one line: the value, the range the env allows, the fix) for a setting of
-        ``config`` that an env of these sizes rules out; ``from_config`` and the memory plan call it. Nothing by default."""
+        ``setup`` that the env's sizes rule out; ``from_config`` and the memory plan call it. Nothing by default."""
         return None
 
     @classmethod
-    def fit_env(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
-                obs_dim: int) -> tuple[TrainConfig, str | None]:
-        """``config`` with the defaults of its own settings that an env of these sizes rules out replaced by the
-        nearest value it allows, and the one line that says so (None: nothing changed). A value the user set is
-        kept, for ``check_env`` to refuse. Runs call it before ``check_env``; the config a run stores is the fitted
-        one. Nothing by default."""
-        return config, None
+    def fit_env(cls, setup: MemorySetup) -> tuple[MemorySetup, str | None]:
+        """``setup`` with the defaults of its own settings that the env's sizes rule out replaced by the nearest value
+        it allows (``setup.with_settings``), and the one line that says so (None: nothing changed). A value the user
+        gave (``setup.given``) is kept, for ``check_env`` to refuse. Runs call it before ``check_env``; the config a
+        run stores is the fitted one. Nothing by default."""
+        return setup, None
 
     # ----- the plan: bytes before anything is allocated (semzoo.run.memory_plan, `semzoo memory-cost`) --------
     @classmethod
-    def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
+    def planned_nbytes(cls, setup: MemorySetup) -> int:
         """Bytes a run's memory holds at its largest (full capacity, its networks and optimisers); 0: not known."""
         return 0
 
     @classmethod
-    def planned_state_key_words(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> int:
+    def planned_state_key_words(cls, setup: MemorySetup) -> int:
         """The ``state_key_words`` a run's memory will have, so the replay buffer's key cache enters the plan."""
         return 0
 
@@ -312,9 +311,10 @@ def memory_class(name: str) -> type[Memory]:
 
 def make_memory(name: str, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
                 obs_dim: int) -> Memory:
-    """The memory ``name`` of a run of ``config`` on an env of these sizes."""
-    return memory_class(name).from_config(config, state_dim=state_dim, n_agents=n_agents, n_actions=n_actions,
-                                          obs_dim=obs_dim)
+    """The memory ``name`` of a run of ``config`` on an env of these sizes, built from its part of the run only
+    (``MemorySetup.of``)."""
+    return memory_class(name).from_config(MemorySetup.of(config, state_dim=state_dim, n_agents=n_agents,
+                                                         n_actions=n_actions, obs_dim=obs_dim))
 
 
 def episodic_target(memory: Memory, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor, *,
@@ -330,5 +330,5 @@ def episodic_target(memory: Memory, clean: CleanBatch, y_BT: torch.Tensor, next_
                                      miss_rule=miss_rule)
 
 
-__all__ = ["NO_MEMORY", "OPTIONAL_HOOKS", "REQUIRED_HOOKS", "Memory", "MemoryDoesNotFitEnv", "episodic_target",
-           "make_memory", "memory_class", "memory_description", "memory_names", "memory_of", "register_memory"]
+__all__ = ["NO_MEMORY", "OPTIONAL_HOOKS", "REQUIRED_HOOKS", "Memory", "MemoryDoesNotFitEnv", "MemorySetup",
+           "episodic_target", "make_memory", "memory_class", "memory_description", "memory_names", "memory_of", "register_memory"]

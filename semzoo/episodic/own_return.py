@@ -31,7 +31,7 @@ from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, next_state_target, scatter
 
 if TYPE_CHECKING:
-    from semzoo.config import TrainConfig
+    from semzoo.episodic.setup import MemorySetup
     from semzoo.types import CleanBatch
 
 
@@ -47,10 +47,9 @@ class OwnReturn(Memory):
         self.gamma = float(gamma)
 
     @classmethod
-    def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
-                    obs_dim: int) -> OwnReturn:
-        """gamma from ``config.learner``; lambda and the miss rule are read by the learner from ``config.memory``."""
-        return cls(gamma=config.learner.gamma)
+    def from_config(cls, setup: MemorySetup) -> OwnReturn:
+        """gamma of the run; lambda and the miss rule are read by the learner from the run's ``memory`` section."""
+        return cls(gamma=setup.gamma)
 
     @torch.no_grad()
     def lookup_batch(self, clean: CleanBatch, state_keys_BSD: torch.Tensor | None) -> TableLookup:

@@ -17,7 +17,8 @@ import numpy as np
 from semzoo.episodic.hash_table import table_nbytes
 
 if TYPE_CHECKING:
-    from semzoo.config import AgentConfig, TrainConfig
+    from semzoo.config import AgentConfig
+    from semzoo.episodic.setup import MemorySetup
 
 # ----- SEM and SAEM: one LFU table of phi(s) keys, and the projection V
 
@@ -130,14 +131,16 @@ def agent_parameter_count(agent: AgentConfig, *, obs_dim: int, n_agents: int, n_
     return inputs * h + h + 6 * h * h + 6 * h + h * n_actions + n_actions
 
 
-def curiosity_bytes(config: TrainConfig, *, obs_dim: int, n_agents: int, n_actions: int, word_bytes: int = 4) -> int:
-    """Bytes the curiosity of such a run holds once trained (its ``nbytes`` after the first update); 0 when off.
+def curiosity_bytes(setup: MemorySetup, *, word_bytes: int = 4) -> int:
+    """Bytes the curiosity of a memory of ``setup`` holds once trained (its ``nbytes`` after the first update); 0 when
+    off.
 
     ``word_bytes``: the size of torch's default float (4; 8 where a run sets float64).
     """
-    if not config.settings("curiosity").curiosity:
+    if not setup.settings("curiosity").curiosity:
         return 0
-    n_params = agent_parameter_count(config.agent, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions)
+    n_params = agent_parameter_count(setup.agent, obs_dim=setup.obs_dim, n_agents=setup.n_agents,
+                                     n_actions=setup.n_actions)
     # plus the step count both optimisers keep per parameter tensor (a 0-d tensor of the default dtype)
     return ((CURIOSITY_NETWORK_COPIES + CURIOSITY_OPTIMISER_WORDS) * n_params
             + CURIOSITY_OPTIMISED_NETWORKS * AGENT_PARAMETER_TENSORS) * word_bytes
@@ -171,61 +174,52 @@ def vqvae_parameter_count(state_dim: int, latent_dim: int, hidden_dim: int, n_co
     return encoder + latent_dim * n_codes + decoder
 
 
-def table_memory_bytes(key_words: KeyWords, config: TrainConfig, *, state_dim: int, n_agents: int,
-                       n_actions: int) -> int:
+def table_memory_bytes(key_words: KeyWords, setup: MemorySetup) -> int:
     """A table keyed on phi(s) (SEM, SAEM, a plugin's ``EpisodicMemory``): the table at its capacity and V."""
-    m = config.memory
-    return (lfu_table_bytes(key_words, n_agents, n_actions, capacity=m.capacity, proj_dim=m.proj_dim)
-            + projection_bytes(m.proj_dim, state_dim))
+    m = setup.memory
+    return (lfu_table_bytes(key_words, setup.n_agents, setup.n_actions, capacity=m.capacity, proj_dim=m.proj_dim)
+            + projection_bytes(m.proj_dim, setup.state_dim))
 
 
-def sem_bytes(config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int,
-              word_bytes: int = 4) -> int:
+def sem_bytes(setup: MemorySetup, *, word_bytes: int = 4) -> int:
     """SEM: the table of phi(s) keys at its capacity and the projection V."""
-    return table_memory_bytes(TABLE_LAYOUTS["sem"].key_words, config, state_dim=state_dim, n_agents=n_agents,
-                              n_actions=n_actions)
+    return table_memory_bytes(TABLE_LAYOUTS["sem"].key_words, setup)
 
 
-def saem_bytes(config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int,
-               word_bytes: int = 4) -> int:
+def saem_bytes(setup: MemorySetup, *, word_bytes: int = 4) -> int:
     """SAEM: the table of (phi(s), u) keys at its capacity and the projection V."""
-    return table_memory_bytes(TABLE_LAYOUTS["saem"].key_words, config, state_dim=state_dim, n_agents=n_agents,
-                              n_actions=n_actions)
+    return table_memory_bytes(TABLE_LAYOUTS["saem"].key_words, setup)
 
 
-def emc_bytes(config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int,
-              word_bytes: int = 4) -> int:
+def emc_bytes(setup: MemorySetup, *, word_bytes: int = 4) -> int:
     """EMC: the index and the returns at full capacity, M (float64) and the curiosity's networks and optimisers."""
-    d, capacity = config.memory.proj_dim, config.memory.capacity
-    return (nearest_index_bytes(capacity, d) + (EMC_VALUE_BYTES + EMC_MERGED_BYTES) * capacity + 8 * d * state_dim
-            + curiosity_bytes(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions, word_bytes=word_bytes))
+    d, capacity = setup.memory.proj_dim, setup.memory.capacity
+    return (nearest_index_bytes(capacity, d) + (EMC_VALUE_BYTES + EMC_MERGED_BYTES) * capacity
+            + 8 * d * setup.state_dim + curiosity_bytes(setup, word_bytes=word_bytes))
 
 
-def emu_bytes(config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int,
-              word_bytes: int = 4) -> int:
+def emu_bytes(setup: MemorySetup, *, word_bytes: int = 4) -> int:
     """EMU: full capacity (raw state, t, H, N, N_d, flag; the index's key, grid and LRU), the embedder and Adam,
     the curiosity."""
-    capacity, dim = config.memory.capacity, config.memory.proj_dim
+    capacity, dim, state_dim = setup.memory.capacity, setup.memory.proj_dim, setup.state_dim
     entry = 4 * state_dim + 4 + 4 + 8 + 8 + 1
-    networks = 3 * 4 * embedder_parameter_count(state_dim, dim, config.settings("emu").emu_hidden_dim)  # weights, Adam m, v
-    curiosity = curiosity_bytes(config, obs_dim=obs_dim, n_agents=n_agents, n_actions=n_actions, word_bytes=word_bytes)
-    return capacity * entry + nearest_index_bytes(capacity, dim) + networks + curiosity
+    networks = 3 * 4 * embedder_parameter_count(state_dim, dim, setup.settings("emu").emu_hidden_dim)  # weights, Adam m, v
+    return capacity * entry + nearest_index_bytes(capacity, dim) + networks + curiosity_bytes(setup, word_bytes=word_bytes)
 
 
-def lagma_bytes(config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int,
-                word_bytes: int = 4) -> int:
+def lagma_bytes(setup: MemorySetup, *, word_bytes: int = 4) -> int:
     """LAGMA: the codes' windows, values and counts, the top-k sequences of every code, the VQ-VAE with Adam's
     moments."""
-    c = config.settings("lagma")
+    c = setup.settings("lagma")
     k = c.lagma_n_codes
     per_code = 4 * c.lagma_value_window + 8 + 4 + 8 + 8  # window, writes, value, visits, the row window's count
     sequences = k * c.lagma_top_k * (8 + (k + 7) // 8)  # a return and a set of codes (one bit per code) each
-    networks = LAGMA_OPTIMISER_WORDS * 4 * vqvae_parameter_count(state_dim, c.lagma_latent_dim, c.lagma_hidden_dim, k)
+    networks = LAGMA_OPTIMISER_WORDS * 4 * vqvae_parameter_count(setup.state_dim, c.lagma_latent_dim,
+                                                                  c.lagma_hidden_dim, k)
     return k * per_code + sequences + networks
 
 
-def own_return_bytes(config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int,
-                     word_bytes: int = 4) -> int:
+def own_return_bytes(setup: MemorySetup, *, word_bytes: int = 4) -> int:
     """The own-return ablation holds nothing of its own (the episode's return comes with the batch)."""
     return 0
 

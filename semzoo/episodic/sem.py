@@ -35,7 +35,7 @@ from semzoo.episodic.usage import TableUsage
 from semzoo.types import EpisodeBatch
 
 if TYPE_CHECKING:
-    from semzoo.config import TrainConfig
+    from semzoo.episodic.setup import MemorySetup
     from semzoo.types import CleanBatch
 
 def project_fixed_order(projection_DF: np.ndarray, states_KF: np.ndarray) -> np.ndarray:
@@ -112,12 +112,11 @@ class EpisodicMemory(Memory, ABC):
         self.usage = TableUsage()
 
     @classmethod
-    def from_config(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int,
-                    obs_dim: int = 0) -> EpisodicMemory:
-        """The table of a run: D, capacity and |M| from ``config.memory``, gamma and the seed of V from the run."""
-        m = config.memory
-        return cls(state_dim=state_dim, n_agents=n_agents, proj_dim=m.proj_dim, capacity=m.capacity,
-                   pending_size=m.pending_size, gamma=config.learner.gamma, seed=config.seed)
+    def from_config(cls, setup: MemorySetup) -> EpisodicMemory:
+        """The table of a run: D, capacity and |M| from ``setup.memory``, gamma and the seed of V from the run."""
+        m = setup.memory
+        return cls(state_dim=setup.state_dim, n_agents=setup.n_agents, proj_dim=m.proj_dim, capacity=m.capacity,
+                   pending_size=m.pending_size, gamma=setup.gamma, seed=setup.seed)
 
     # ------------------------------------------------------------ cost model (semzoo.episodic.cost)
     @classmethod
@@ -131,10 +130,9 @@ class EpisodicMemory(Memory, ABC):
         """Tables the paper's layout needs (paper sec. 6): a Python int, exact for any size."""
 
     @classmethod
-    def planned_nbytes(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int, obs_dim: int) -> int:
+    def planned_nbytes(cls, setup: MemorySetup) -> int:
         """The table at its capacity and the projection V (``semzoo.episodic.plans.table_memory_bytes``)."""
-        return table_memory_bytes(cls.key_words_for, config, state_dim=state_dim, n_agents=n_agents,
-                                  n_actions=n_actions)
+        return table_memory_bytes(cls.key_words_for, setup)
 
     @classmethod
     def table_bytes(cls, n_agents: int, n_actions: int, *, capacity: int | float, proj_dim: int) -> int:
@@ -145,8 +143,8 @@ class EpisodicMemory(Memory, ABC):
         return lfu_table_bytes(cls.key_words_for, n_agents, n_actions, capacity=capacity, proj_dim=proj_dim)
 
     @classmethod
-    def planned_state_key_words(cls, config: TrainConfig, *, state_dim: int, n_agents: int, n_actions: int) -> int:
-        return config.memory.proj_dim  # state_key_words: the float32 bits of phi(s)
+    def planned_state_key_words(cls, setup: MemorySetup) -> int:
+        return setup.memory.proj_dim  # state_key_words: the float32 bits of phi(s)
 
     # ------------------------------------------------------------ Memory hooks
     @property

@@ -20,13 +20,13 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
 from semzoo.agents.rnn import MASKED_Q, RNNAgent, flatten_rnns, one_hot
-from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
+from semzoo.config import LearnerConfig, MemoryConfig
 from semzoo.episodic.memory import NO_MEMORY, Memory
 from semzoo.learners.batch import bucketed
 from semzoo.mixers.base import Mixer
@@ -107,11 +107,19 @@ class QLearner:
         """The registered name of the memory ('none' without one)."""
         return NO_MEMORY if self.memory is None else self.memory.name
 
+    settings_section: ClassVar[str | None] = None
+    """The section of the run's config that holds this learner's own settings (WQMIX's ``wqmix``); None: none."""
+
     @classmethod
-    def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: Memory | None = None,
-                    **learner_args: Any) -> QLearner:
-        """The learner of a run: its sections of ``config`` plus the row's ``learner_args`` (see semzoo.algos)."""
-        return cls(agent=agent, mixer=mixer, config=config.learner, memory_config=config.memory, memory=memory,
+    def from_config(cls, config: LearnerConfig, *, memory_config: MemoryConfig, settings: Any = None,
+                    agent: RNNAgent, mixer: Mixer, memory: Memory | None = None, **learner_args: Any) -> QLearner:
+        """The learner of a run from its parts only: the ``learner`` and ``memory`` sections, its own settings (the
+        run's section ``settings_section``, passed on as ``settings=`` to a learner that has one; None where the run
+        holds none, for the learner's defaults) and the row's ``learner_args`` (see semzoo.algos)."""
+        own = {"settings": settings} if cls.settings_section else {}
+        if settings is not None and not own:
+            raise TypeError(f"{cls.__name__} has no settings of its own (settings_section is None): got {settings!r}")
+        return cls(agent=agent, mixer=mixer, config=config, memory_config=memory_config, memory=memory, **own,
                    **learner_args)
 
     # ----- pieces shared with derived learners (WQMIX) -------------------------------------------------

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import nn
 
 from semzoo.agents.rnn import MASKED_Q, RNNAgent, flatten_rnns
-from semzoo.config import LearnerConfig, MemoryConfig, TrainConfig
+from semzoo.config import LearnerConfig, MemoryConfig
 from semzoo.episodic.memory import Memory
 from semzoo.learners.q_learner import OnlineValues, QLearner, TargetLoss
 from semzoo.mixers.base import Mixer
@@ -83,13 +83,9 @@ class WQMIXLearner(QLearner):
         self.optimizer = torch.optim.RMSprop(self.params, lr=config.lr, alpha=config.rms_alpha, eps=config.rms_eps,
                                              foreach=True)
 
-    @classmethod
-    def from_config(cls, config: TrainConfig, *, agent: RNNAgent, mixer: Mixer, memory: Memory | None = None,
-                    **learner_args: Any) -> WQMIXLearner:
-        """As QLearner's, plus WQMIX's own settings (alpha and Q*'s size; their defaults for an id that holds no
-        ``wqmix`` section, a plugin row on this learner)."""
-        return cls(agent=agent, mixer=mixer, config=config.learner, memory_config=config.memory, memory=memory,
-                   settings=config.components.get("wqmix"), **learner_args)
+    settings_section: ClassVar[str | None] = "wqmix"
+    """alpha and Q*'s size (``WQMIXSettings``; their defaults where the run holds no ``wqmix`` section: a plugin row
+    on this learner)."""
 
     # ----- Q* and the weights --------------------------------------------------------------------------------
 

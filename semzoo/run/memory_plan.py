@@ -40,7 +40,7 @@ import dataclasses
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -56,6 +56,9 @@ from semzoo.replay.buffer import (
 from semzoo.resolution import ResolvedRun
 from semzoo.run.device import resolve_device
 from semzoo.types import StateLayout
+
+if TYPE_CHECKING:
+    from semzoo.episodic.setup import MemorySetup
 
 MEMORY_MARGIN = 0.9
 """Share of the available memory a plan may use: the rest is left to the OS, page cache and other processes."""
@@ -332,28 +335,30 @@ def fit_to_env(run: ResolvedRun, sizes: EnvSizes) -> ResolvedRun:
 
     if not run.algo.has_memory:
         return run
-    fitted, note = memory_class(run.algo.memory).fit_env(run.config, state_dim=sizes.state_dim,
-                                                         n_agents=sizes.n_agents, n_actions=sizes.n_actions,
-                                                         obs_dim=sizes.obs_dim)
+    fitted, note = memory_class(run.algo.memory).fit_env(memory_setup(run, sizes))
     if note is not None:
         warnings.warn(note, stacklevel=3)
-    return run if fitted is run.config else run.with_config(fitted)
+    config = fitted.applied_to(run.config)
+    return run if config is run.config else run.with_config(config)
+
+
+def memory_setup(run: ResolvedRun, sizes: EnvSizes) -> MemorySetup:
+    """The memory's part of ``run`` on an env of ``sizes`` (``MemorySetup.of``)."""
+    from semzoo.episodic.setup import MemorySetup
+
+    return MemorySetup.of(run.config, state_dim=sizes.state_dim, n_agents=sizes.n_agents, n_actions=sizes.n_actions,
+                          obs_dim=sizes.obs_dim)
 
 
 def table_bytes(sizes: EnvSizes, run: ResolvedRun) -> tuple[int, int]:
     """(bytes of the run's episodic memory at its largest, state-key words per slot), (0, 0) without memory."""
     from semzoo.episodic.memory import memory_class
 
-    config, algo = run.config, run.algo
-    if not algo.has_memory:
+    if not run.algo.has_memory:
         return 0, 0
-    cls = memory_class(algo.memory)  # each memory plans its own bytes (Memory.planned_nbytes)
-    cls.check_env(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents, n_actions=sizes.n_actions,
-                  obs_dim=sizes.obs_dim)  # a setting the env rules out is refused here, before a run is built
-    table = cls.planned_nbytes(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents, n_actions=sizes.n_actions,
-                               obs_dim=sizes.obs_dim)
-    return table, cls.planned_state_key_words(config, state_dim=sizes.state_dim, n_agents=sizes.n_agents,
-                                              n_actions=sizes.n_actions)
+    cls, setup = memory_class(run.algo.memory), memory_setup(run, sizes)  # each memory plans its own bytes
+    cls.check_env(setup)  # a setting the env rules out is refused here, before a run is built
+    return cls.planned_nbytes(setup), cls.planned_state_key_words(setup)
 
 
 def replay_place(config: TrainConfig, device: torch.device | None = None) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from semzoo import Memory, register_memory
+from semzoo import Memory, MemorySetup, register_memory
 from semzoo.config import NON_NEGATIVE, ranged
 from semzoo.episodic.target import EpisodicTarget, applying
 
@@ -67,9 +67,8 @@ class BestReturnMemory(Memory):
         self.counts = dict.fromkeys(COUNTERS, 0)
 
     @classmethod
-    def from_config(cls, config: Any, *, state_dim: int, n_agents: int, n_actions: int,
-                    obs_dim: int) -> BestReturnMemory:
-        return cls(gamma=config.learner.gamma, bonus=config.settings("best").bonus)
+    def from_config(cls, setup: MemorySetup) -> BestReturnMemory:
+        return cls(gamma=setup.gamma, bonus=setup.settings("best").bonus)
 
     # ----- the schedule
     def on_store(self, batch: Any, slot_state_keys: np.ndarray | None) -> None:
