@@ -159,9 +159,10 @@ def _at(runs: Sequence[RunSeries], step: int | str) -> dict[tuple[str, str], Est
     return {(a.env, a.algo): a.iqm for a in aggregates(runs, _score(step), step)}
 
 
-def _better(runs: Sequence[RunSeries], step: int | str) -> dict[tuple[str, str, str], Estimate]:
-    """(env, X, Y) -> P(X > Y) at ``step`` (or on the absolute metric)."""
-    return {(i.env, i.algo, i.base): i.probability for i in improvements(runs, _score(step), step)}
+def _better(runs: Sequence[RunSeries], step: int | str,
+            extra: Sequence[tuple[str, str]] = ()) -> dict[tuple[str, str, str], Estimate]:
+    """(env, X, Y) -> P(X > Y) at ``step`` (or on the absolute metric), for the report's pairs and ``extra``."""
+    return {(i.env, i.algo, i.base): i.probability for i in improvements(runs, _score(step), step, extra=extra)}
 
 
 def _table_1(runs: Sequence[RunSeries]) -> list[Table1Row]:
@@ -187,6 +188,66 @@ def _target_means(runs: Sequence[RunSeries], env: str, algo: str, metric: str, s
             steps, rows = run.metrics[metric]
             values.append(float(rows[int(np.argmin(np.abs(steps - step)))]))
     return statistics.fmean(values)
+
+
+NUMBER_WORDS = {0: "none", 1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+def _without_own_entry(run: RunSeries) -> int:
+    """Env steps that got no table entry of their own by the run's last row: env steps - entries - pending steps
+    (a write that met an existing entry, or an entry evicted)."""
+    steps, entries = run.metrics["memory_entries"]
+    _, pending = run.metrics["memory_pending_steps"]
+    return int(steps[-1] - entries[-1] - pending[-1])
+
+
+def _page_table(page: Path, header: str) -> list[list[str]]:
+    """The rows of the table under the header line that starts with ``header`` on ``page``, as lists of cells."""
+    lines = page.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def _two_step_control() -> dict[str, tuple[int, int]]:
+    """docs/memory.md's positive-control table (tests/test_two_step_memory.py retrains it): learner -> (seeds that
+    reach 8, seeds)."""
+    rows = _page_table(ROOT / "docs" / "memory.md", "| learner | `--algo` |")
+    out = {}
+    for row in rows:
+        reached, _, seeds = row[5].partition("/")
+        out[row[0]] = (int(reached), int(seeds))
+    return out
+
+
+def _recurring_with_fixed_starts() -> list[float]:
+    """The share (%) of replayed steps whose state another episode reached, per fixed-start run of sparse 3m: the
+    study table's last column (``scripts/state_repeats.py`` on each run's 500k checkpoint, which is not kept)."""
+    rows = _page_table(ROOT / "docs" / "studies" / "what-the-table-adds.md", "| 3m, `reward=deaths` | seed | starts |")
+    return [float(row[-1].split()[0]) for row in rows if row[2] == "fixed"]
+
+
+def _swings(runs: Sequence[RunSeries]) -> str:
+    """How the greedy curves of ``runs`` swing: the first evaluation at 1.00, the lowest after it, and how many win
+    1.00 again after that low."""
+    first, lowest, back = [], [], 0
+    for run in runs:
+        points = curve(run.run_dir, WIN, STEP)
+        i = next(i for i, (_, value) in enumerate(points) if value >= 1.0)
+        later = [value for _, value in points[i + 1:]]
+        low = min(later)
+        first.append(points[i][0])
+        lowest.append(low)
+        back += any(value >= 1.0 for value in later[later.index(low) + 1:])
+    again = "each wins 1.00 again" if back == len(runs) else f"{NUMBER_WORDS[back]} of {NUMBER_WORDS[len(runs)]} win 1.00 again"
+    low_text = f"{lowest[0]:.2f}" if len(set(lowest)) == 1 else _range(lowest, ".2f")
+    first_k = [round(step, -4) // 1000 for step in first]
+    return (f"every seed wins 1.00 at an evaluation by {min(first_k)}-{max(first_k)}k, then falls to {low_text}, "
+            f"and {again}")
 
 
 def figures() -> list[tuple[str, str]]:
@@ -227,9 +288,39 @@ def figures() -> list[tuple[str, str]]:
     qmix_means = {name: next(percent(r.here[0]) for r in rows if r.base == "qmix")
                   for name, rows in (("former", table_1), ("paper", _table_1(runtime)))}
     paper_qmix = next(percent(r.paper_same_maps[0]) for r in table_1 if r.base == "qmix")
-    sparse = _at(load_runs(RESULTS / "smax-3m-sparse"), STEP)
-    random_starts = "smax:3m reward=deaths"
+    sparse_runs = load_runs(RESULTS / "smax-3m-sparse")
+    sparse = _at(sparse_runs, STEP)
+    random_starts, fixed_starts = "smax:3m reward=deaths", "smax:3m fixed_starts=true reward=deaths"
+    sparse_better = _better(sparse_runs, STEP, extra=[("sem-qmix", "mc-qmix")])
+    recurring = _recurring_with_fixed_starts()
+    own_sem = [run for m in ("2s3z", "3s5z") for run in load_runs(RESULTS / f"smax-{m}") if run.algo == "sem-qmix"]
+    unmerged = [_without_own_entry(run) for run in own_sem]
+    fixed_merge = next(u for u in memory_use(load_runs(RESULTS / "smax-2s3z-ablation"))
+                       if u.algo == "sem-qmix" and "fixed_starts=true" in u.env).figures["memory_merge_rate"]
+    control = _two_step_control()
+    others = {control[name][0] for name in control if name != "SEM-VDN" and name != "VDN"}
+    lagma_runs = [run for run in lagma if run.algo == "lagma-qmix"]
+    codes = [np.asarray(run.metrics["lagma_codes_used"][1]) for run in lagma_runs]
+    spread = [c[c > 1] for c in codes if c.max() > 1]
+    n_codes = {run.config.settings("lagma").lagma_n_codes for run in lagma_runs if run.config is not None}
+    smac_qmix = [run for run in profile if (run.env, run.algo) == (two, "qmix")]
     return [
+        ("SEM-QMIX's steps without a table entry of their own at 0.5M, SMAX's own rules, both maps",
+         f"{min(unmerged):,}-{max(unmerged):,} of 500k for {len(unmerged)} SEM-QMIX runs"),
+        ("SEM's merge rate with fixed starts, 2s3z, SMAX's own rules",
+         f"merges {round(100 * fixed_merge[1])}-{round(100 * fixed_merge[2])} % of its writes"),
+        ("the two-step game's positive control (docs/memory.md's table)",
+         f"SEM-VDN finds the optimum on {control['SEM-VDN'][0]} of {control['SEM-VDN'][1]} seeds, and the same loss "
+         "with the episode's own return (`mc-vdn`), or VDN with TD(lambda), on "
+         + (NUMBER_WORDS[0] if others == {0} else "/".join(map(str, sorted(others))))),
+        ("sparse 3m with fixed starts: replayed steps whose state recurs in another episode; P(SEM-QMIX > mc-qmix)",
+         f"where {round(min(recurring))}-{round(max(recurring))} % of the replayed states recur in another episode, "
+         f"no memory beats the episode's own return (P(SEM-QMIX > `mc-qmix`) "
+         f"{sparse_better[(fixed_starts, 'sem-qmix', 'mc-qmix')].value:.2f} at 500k)"),
+        ("LAGMA-QMIX's codebook on 2s3z", f"its codebook stayed on one code on {NUMBER_WORDS[len(codes) - len(spread)]} "
+         f"seeds and used {min(int(c.min()) for c in spread)}-{max(int(c.max()) for c in spread)} of its "
+         f"{n_codes.pop()} codes on the other {NUMBER_WORDS[len(spread)]}"),
+        ("QMIX's greedy curves on 2s3z, SMAC's rules", _swings(smac_qmix)),
         ("QMIX's mean win rate at 0.5M over 2s3z and 3s5z in the paper's runtime and the former, SMAX's own rules",
          f"is {qmix_means['paper']} % in " + ("either runtime" if qmix_means["paper"] == qmix_means["former"]
                                                else f"the paper's runtime and {qmix_means['former']} % in the former")

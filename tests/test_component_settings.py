@@ -93,7 +93,7 @@ def test_a_memory_is_built_from_its_part_of_the_run_and_never_the_whole_config(t
         "state_dim": 4, "n_agents": 2, "n_actions": 2, "obs_dim": 3}
     fields = {f.name for f in dataclasses.fields(MemorySetup)}
     assert not fields & {"components", "exploration", "runtime", "preset", "n_envs", "steps", "algo", "env_args"}
-    with pytest.raises(KeyError, match="'wqmix'.*expected one of \\['best'\\]"):
+    with pytest.raises(KeyError, match=r"'wqmix'.*expected one of \['best'\]"):
         setup.settings("wqmix")
 
 

@@ -13,6 +13,8 @@ y_1 = (1 - lambda) V(2B) + lambda r_2 the same, stay below 7: what reaches 8 is 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -94,4 +96,26 @@ def test_the_control_table_only_sem_reaches_8():
     own_return = [greedy_return(SEM_LAMBDA, seed, algo="mc-vdn") for seed in SEEDS]
     td_lambda = [greedy_return(0.0, seed, algo="vdn", td_lambda=SEM_LAMBDA) for seed in SEEDS]
     assert vdn == own_return == td_lambda == [7.0] * len(SEEDS)
-    assert sum(r == 8.0 for r in sem) >= 9 and set(sem) <= {7.0, 8.0}
+    assert set(sem) <= {7.0, 8.0}
+    page = {row[0]: row[4].split() for row in control_table()}  # the page's per-seed column, the findings page's source
+    assert page["SEM-VDN"] == [f"{r:.0f}" for r in sem]
+    assert page["VDN"] == page["mc-VDN"] == page["VDN, TD(lambda)"] == ["7"] * len(SEEDS)
+
+
+def control_table() -> list[list[str]]:
+    """The rows of docs/memory.md's control table, as cells."""
+    lines = (Path(__file__).resolve().parents[1] / "docs" / "memory.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| learner | `--algo` |"))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def test_the_control_table_on_the_page_reads_as_its_test_expects():
+    page = {row[0]: row for row in control_table()}
+    assert set(page) == {"VDN", "SEM-VDN", "mc-VDN", "VDN, TD(lambda)"}
+    sem = page["SEM-VDN"][4].split()
+    assert len(sem) == len(SEEDS) and page["SEM-VDN"][5] == f"{sem.count('8')}/{len(SEEDS)}"
