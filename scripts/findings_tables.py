@@ -257,6 +257,7 @@ def figures() -> list[tuple[str, str]]:
     two, three, own2 = "smax:2s3z profile=smac", "smax:3s5z profile=smac", "smax:2s3z"
     at_step, absolute = _at(profile, STEP), _at(profile, "absolute")
     better, better_abs = _better(profile, STEP), _better(profile, "absolute")
+    td_better = _better(profile, STEP, extra=[("qmix td_lambda=0.6", "sem-qmix")])
     bases_runs = linked(sorted(p for name in ("smax-2s3z", "smax-2s3z-grid", "smax-3s5z", "smax-3s5z-grid")
                                for p in (RESULTS / name).iterdir()))
     bases_at = _at(bases_runs, STEP)
@@ -374,6 +375,10 @@ def figures() -> list[tuple[str, str]]:
          f"reaches {f(ablation[(own2, 'qmix td_lambda=0.6')].value)} (SMAX's own rules, 5 seeds) and "
          f"{f(at_step[(two, 'qmix td_lambda=0.6')].value)} (SMAC's, 3 seeds) against SEM-QMIX's "
          f"{f(bases_at[(own2, 'sem-qmix')].value)} and {f(at_step[(two, 'sem-qmix')].value)}"),
+        ("TD(lambda) QMIX on 3s5z at 0.5M, SMAC's rules, between QMIX and SEM-QMIX",
+         f"IQM {f(at_step[(three, 'qmix td_lambda=0.6')].value)} at 500k, between QMIX's "
+         f"{f(at_step[(three, 'qmix')].value)} and SEM-QMIX's {f(at_step[(three, 'sem-qmix')].value)} "
+         f"(P(TD(lambda) QMIX > SEM-QMIX) {f(td_better[(three, 'qmix td_lambda=0.6', 'sem-qmix')].value)})"),
         ("mc-qmix against SEM-QMIX on 3s5z, SMAC's rules",
          f"P(`mc-qmix` > SEM-QMIX) {f(better[(three, 'mc-qmix', 'sem-qmix')].value)} at 500k, "
          f"{f(better_abs[(three, 'mc-qmix', 'sem-qmix')].value)} on the absolute metric, "
