@@ -213,10 +213,14 @@ def _page_table(page: Path, header: str) -> list[list[str]]:
     return rows
 
 
+CONTROL_TABLE = (ROOT / "docs" / "memory.md", "| learner | `--algo` |")
+"""docs/memory.md's positive-control table on the two-step game (tests/test_two_step_memory.py retrains it): the page
+and the start of its header line, for ``_page_table``."""
+
+
 def _two_step_control() -> dict[str, tuple[int, int]]:
-    """docs/memory.md's positive-control table (tests/test_two_step_memory.py retrains it): learner -> (seeds that
-    reach 8, seeds)."""
-    rows = _page_table(ROOT / "docs" / "memory.md", "| learner | `--algo` |")
+    """The positive-control table (``CONTROL_TABLE``): learner -> (seeds that reach 8, seeds)."""
+    rows = _page_table(*CONTROL_TABLE)
     out = {}
     for row in rows:
         reached, _, seeds = row[5].partition("/")

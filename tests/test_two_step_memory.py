@@ -13,12 +13,11 @@ y_1 = (1 - lambda) V(2B) + lambda r_2 the same, stay below 7: what reaches 8 is 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 from conftest import NO_ACTOR
+from script_modules import load_script
 
 from semzoo import make_env
 from semzoo.config import ExplorationConfig, LearnerConfig, MemoryConfig, TrainConfig
@@ -103,15 +102,9 @@ def test_the_control_table_only_sem_reaches_8():
 
 
 def control_table() -> list[list[str]]:
-    """The rows of docs/memory.md's control table, as cells."""
-    lines = (Path(__file__).resolve().parents[1] / "docs" / "memory.md").read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("| learner | `--algo` |"))
-    rows = []
-    for line in lines[start + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-    return rows
+    """The rows of docs/memory.md's control table, as cells (as the findings page's figure reads them)."""
+    findings = load_script("findings_tables")
+    return findings._page_table(*findings.CONTROL_TABLE)
 
 
 def test_the_control_table_on_the_page_reads_as_its_test_expects():
