@@ -76,6 +76,9 @@ class SMACMap:
     unit_type_bits: int
     episode_limit: int
     backends: tuple[str, ...]
+    spawn: tuple[tuple[float, float], tuple[float, float]] | None = None
+    """The points (x, y) where the map's script creates the allies' and the enemies' units, where semzoo knows them
+    (SMAX's ``spawn=smac`` places the teams around them); None elsewhere."""
 
     @property
     def n_agents(self) -> int:
@@ -136,9 +139,15 @@ def _m(
     unit_type_bits: int,
     limit: int,
     smax: bool = False,
+    spawn: tuple[tuple[float, float], tuple[float, float]] | None = None,
 ) -> SMACMap:
     backends = (SC2_BACKEND, SMAX_BACKEND) if smax else (SC2_BACKEND,)
-    return SMACMap(name, allies, enemies, races[0], races[1], unit_type_bits, limit, backends)
+    return SMACMap(name, allies, enemies, races[0], races[1], unit_type_bits, limit, backends, spawn)
+
+
+SMAC_SPAWN_32 = ((9.0, 16.0), (23.0, 16.0))
+"""Where the 32 x 32 maps 3m, 2s3z and 3s5z of SMAC create the allies and the enemies (SMAX's own points are a
+quarter and three quarters of the width, (8, 16) and (24, 16))."""
 
 
 _MARINES = "marine"
@@ -146,7 +155,7 @@ _MARINES = "marine"
 SMAC_MAPS: dict[str, SMACMap] = {
     m.name: m
     for m in (
-        _m("3m", ((_MARINES, 3),), ((_MARINES, 3),), "TT", 0, 60, smax=True),
+        _m("3m", ((_MARINES, 3),), ((_MARINES, 3),), "TT", 0, 60, smax=True, spawn=SMAC_SPAWN_32),
         _m("8m", ((_MARINES, 8),), ((_MARINES, 8),), "TT", 0, 120, smax=True),
         _m("25m", ((_MARINES, 25),), ((_MARINES, 25),), "TT", 0, 150, smax=True),
         _m("5m_vs_6m", ((_MARINES, 5),), ((_MARINES, 6),), "TT", 0, 70, smax=True),
@@ -169,8 +178,10 @@ SMAC_MAPS: dict[str, SMACMap] = {
             3,
             180,
         ),
-        _m("2s3z", (("stalker", 2), ("zealot", 3)), (("stalker", 2), ("zealot", 3)), "PP", 2, 120, smax=True),
-        _m("3s5z", (("stalker", 3), ("zealot", 5)), (("stalker", 3), ("zealot", 5)), "PP", 2, 150, smax=True),
+        _m("2s3z", (("stalker", 2), ("zealot", 3)), (("stalker", 2), ("zealot", 3)), "PP", 2, 120, smax=True,
+           spawn=SMAC_SPAWN_32),
+        _m("3s5z", (("stalker", 3), ("zealot", 5)), (("stalker", 3), ("zealot", 5)), "PP", 2, 150, smax=True,
+           spawn=SMAC_SPAWN_32),
         _m(
             "3s5z_vs_3s6z",
             (("stalker", 3), ("zealot", 5)),

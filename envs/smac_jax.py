@@ -18,6 +18,7 @@ from semzoo.envs.smac_rules import (
     ATTACK_STOP_INSIDE,
     DEATH_VALUE,
     MOVE_PROBE,
+    SC2_LOOPS_PER_SECOND,
     SCALE_RATE,
     SHOOT_RANGE,
     SIGHT_RANGE,
@@ -105,21 +106,23 @@ def observation(s: Any, facts: UnitFacts, n_allies: int, moves_AM: jax.Array, at
     return jax.vmap(agent)(jnp.arange(n_allies))
 
 
-def state(s: Any, facts: UnitFacts, n_allies: int, map_size: jax.Array, max_cooldown: jax.Array,
-          last_actions_AU: jax.Array) -> jax.Array:
+def state(s: Any, facts: UnitFacts, n_allies: int, map_size: jax.Array, last_actions_AU: jax.Array) -> jax.Array:
     """SMAC's global state [S] with ``state_last_action``:
 
-        per ally [health, weapon cooldown / max, (x - cx) / W, (y - cy) / H, (shield), type bits] |
+        per ally [health, cooldown loops / max loops, (x - cx) / W, (y - cy) / H, (shield), type bits] |
         per enemy [health, (x - cx) / W, (y - cy) / H, (shield), type bits] | last actions one-hot [A * U]
 
-    the map's centre (cx, cy) and size (W, H) are SMAX's; a dead unit's block is zeros. ``max_cooldown`` [U] is the
-    unit's own weapon cooldown (SMAX's seconds, as SMAC divides SC2's frames by its per-type maximum).
+    the map's centre (cx, cy) and size (W, H) are SMAX's, and nothing is clipped (a unit at the map's edge gives
+    -0.5 or a little beyond, as in SMAC); a dead unit's block is zeros. The cooldown is SMAC's rule: StarCraft II's
+    weapon cooldown in game loops (SMAX's seconds x 22.4, from 0) over SMAC's per-type maximum
+    (``facts.max_cooldown_loops``: marine 15, stalker 35, zealot 22), unclipped.
     """
     pos, alive = s.unit_positions, s.unit_alive
     health, shield = split_health(s, facts)
     bits = type_bits(s, facts, n_allies)
     rel = (pos - map_size / 2) / map_size
-    cooldown = jnp.clip(s.unit_weapon_cooldowns / max_cooldown, 0.0, 1.0)
+    loops = jnp.maximum(s.unit_weapon_cooldowns, 0.0) * SC2_LOOPS_PER_SECOND
+    cooldown = loops / jnp.asarray(facts.max_cooldown_loops)[s.unit_types]
     ally = [health[:n_allies, None], cooldown[:n_allies, None], rel[:n_allies]]
     ally += [shield[:n_allies, None]] if facts.shield_ally else []
     enemy = [health[n_allies:, None], rel[n_allies:]]

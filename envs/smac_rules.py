@@ -19,9 +19,13 @@ profile (``default_profile``, applied by ``semzoo.resolution.resolve``); ``profi
     obs          JaxMARL's unit list                         SMAC's features (move flags; per enemy and ally: attack
                                                              or visible flag, distance, dx, dy / 9, health, shield,
                                                              type bits; own health, shield, type bits)
-    state        SMAX's units (health, x, y, cooldown, type) SMAC's state: allies' health, cooldown, x, y, shield,
-                 without last actions                        type; enemies' health, x, y, shield, type; every agent's
+    state        SMAX's units (health, x, y, cooldown, type) SMAC's state: allies' health, cooldown (game loops over
+                 without last actions                        SMAC's per-type maximum, unclipped), x, y, shield,
+                                                             type; enemies' health, x, y, shield, type; every agent's
                                                              last action
+    spawn        SMAX's points: (W/4, H/2) and (3W/4, H/2)   SMAC's points where semzoo knows them (3m, 2s3z, 3s5z:
+                 ((8, 16) and (24, 16) on 32 x 32)           (9, 16) and (23, 16)), each team's units spread
+                                                             around its point with their centroid on it
     fixed_starts false: +-2 noise around each spawn point    true: one start state, as SMAC's maps spawn units
 
 What stays SMAX's: the unit stats (health = StarCraft II's hit points plus shields, no armour, no shield
@@ -51,6 +55,7 @@ OPTIONS: dict[str, tuple[Any, ...]] = {
     "walls": ("death", SMAC),
     "obs": ("smax", SMAC),
     "state": ("smax", SMAC),
+    "spawn": ("smax", SMAC),
     "fixed_starts": (False, True),
 }
 """The allowed values of each option, SMAX's own first (the default)."""
@@ -67,6 +72,7 @@ OPTION_HELP = {
     "walls": "moves into the map edge masked, no death at the edge",
     "obs": "SMAC's observation features",
     "state": "SMAC's state, with every agent's last action",
+    "spawn": "the teams start around SMAC's spawn points (3m, 2s3z, 3s5z: x 9 and 23, not SMAX's 8 and 24)",
     "fixed_starts": "one start state for every episode",
 }
 """What each option of the SMAC profile sets (``semzoo envs`` lists them)."""
@@ -85,6 +91,14 @@ SC2_SHIELDS = {"stalker": 80.0, "zealot": 50.0}
 """StarCraft II's shields of the Protoss types SMAX has; SMAX's health is hit points plus these."""
 SC2_LOOPS_PER_SECOND = 22.4
 """StarCraft II's game loops per second at the "faster" game speed; SMAC's step is 8 of them (its maps' step_mul)."""
+SMAC_MAX_COOLDOWN = {"marine": 15.0, "marauder": 25.0, "stalker": 35.0, "zealot": 22.0, "hydralisk": 10.0,
+                     "zergling": 11.0}
+"""SMAC's ``unit_max_cooldown`` in game loops per unit type (15 for a type it does not list): the state divides a
+unit's weapon cooldown in game loops by it and does not clip. On SMAX, whose cooldowns are seconds at the "faster"
+speed, the loops are ``max(cooldown, 0) x SC2_LOOPS_PER_SECOND`` (SMAX's cooldown runs below 0 while a unit waits;
+StarCraft II's stops at 0), so a marine that has just fired reads (0.61 s + SMAX's deviation) x 22.4 / 15, about 0.9-1.0.
+"""
+SMAC_DEFAULT_MAX_COOLDOWN = 15.0
 SMAC_ENEMY_TYPE_ORDER = ("zealot", "stalker")
 """SMAC's type bits of enemies on its stalker-and-zealot maps: SC2's own unit ids (zealot 73, stalker 74) minus 73,
 while the allies' follow the map's order (stalker 0, zealot 1). Both as SMAC's ``get_unit_type_id`` computes them."""
@@ -101,11 +115,12 @@ class Options:
     walls: str = "death"
     obs: str = "smax"
     state: str = "smax"
+    spawn: str = "smax"
     fixed_starts: bool = False
 
     def needs_smac_map(self) -> bool:
-        """Whether these options read SMAC's facts of the map (its limit, type bits, races)."""
-        return SMAC in (self.time_limit, self.obs, self.state)
+        """Whether these options read SMAC's facts of the map (its limit, type bits, races, spawn points)."""
+        return SMAC in (self.time_limit, self.obs, self.state, self.spawn)
 
 
 def resolve(profile: Any = "smax", given: Mapping[str, Any] | None = None) -> Options:
@@ -167,6 +182,8 @@ class UnitFacts:
     type_bits: int
     shield_ally: bool
     shield_enemy: bool
+    max_cooldown_loops: np.ndarray
+    """[6] SMAC's ``unit_max_cooldown`` of each SMAX type, in game loops (``SMAC_MAX_COOLDOWN``)."""
 
 
 def unit_facts(map_name: str, unit_type_names: list[str], smax_health: np.ndarray) -> UnitFacts:
@@ -180,9 +197,18 @@ def unit_facts(map_name: str, unit_type_names: list[str], smax_health: np.ndarra
                    if enemy_units <= set(SMAC_ENEMY_TYPE_ORDER) else [unit for unit, _ in info.enemies])
     ally_bit = np.asarray([ally_order.index(n) if n in ally_order else -1 for n in unit_type_names], np.int32)
     enemy_bit = np.asarray([enemy_order.index(n) if n in enemy_order else -1 for n in unit_type_names], np.int32)
+    max_cooldown = np.asarray([SMAC_MAX_COOLDOWN.get(name, SMAC_DEFAULT_MAX_COOLDOWN) for name in unit_type_names],
+                              np.float32)
     return UnitFacts(hp_max=hp_max, shield_max=shield, ally_type_bit=ally_bit, enemy_type_bit=enemy_bit,
                      type_bits=info.unit_type_bits, shield_ally=info.ally_race == "P",
-                     shield_enemy=info.enemy_race == "P")
+                     shield_enemy=info.enemy_race == "P", max_cooldown_loops=max_cooldown)
+
+
+def spawn_points(map_name: str) -> tuple[tuple[float, float], tuple[float, float]] | None:
+    """SMAC's spawn points of the allies and the enemies on ``map_name`` where semzoo knows them, else None (the
+    teams then start at SMAX's own points under ``spawn=smac`` too)."""
+    info = SMAC_MAPS.get(map_name)
+    return None if info is None else info.spawn
 
 
 def profile_lines() -> list[str]:

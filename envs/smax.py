@@ -75,11 +75,12 @@ class SMAXEnv:
         walls: str | None = None,
         obs: str | None = None,
         state: str | None = None,
+        spawn: str | None = None,
     ) -> None:
         """``profile`` and the SMAC options (``fixed_starts`` to ``state``): ``semzoo.envs.smac_rules``."""
         self.map_name = map_name
         options = resolve_options(profile, reward=reward, time_limit=time_limit, step_time=step_time, attack=attack,
-                                  walls=walls, obs=obs, state=state, fixed_starts=fixed_starts)
+                                  walls=walls, obs=obs, state=state, spawn=spawn, fixed_starts=fixed_starts)
         self.options = options
         """The resolved SMAC options (``semzoo.envs.smac_rules.Options``)."""
         self._options: dict[str, Any] = {"episode_limit": episode_limit, "enemy_shoots": enemy_shoots,
@@ -253,6 +254,7 @@ def parallel_env(
     walls: str | None = None,
     obs: str | None = None,
     state: str | None = None,
+    spawn: str | None = None,
 ) -> SMACParallelEnv:
     """A PettingZoo ParallelEnv with ``state()`` over SMAX ``map_name`` (env id ``smax:<map>``).
 
@@ -265,7 +267,7 @@ def parallel_env(
     (``semzoo.wrappers.smac.UNAVAILABLE_ACTIONS``).
     ``reward``: "dense" (SMAX's own), "sparse" (SMAC's +1 win / -1 defeat), "deaths" (LAGMA's) or "smac" (SMAC's
     dense reward; ``REWARDS``).
-    ``profile="smac"``: SMAC's reward, episode limit, attack range, map edge, observation, state and fixed starts
+    ``profile="smac"``: SMAC's reward, episode limit, attack range, map edge, observation, state, spawn points and fixed starts
     (``semzoo.envs.smac_rules``); each of ``time_limit``, ``step_time``, ``attack``, ``walls``, ``obs``, ``state`` (``"smac"``),
     ``reward`` and ``fixed_starts`` also alone, and one given by name keeps its value against the profile.
     """
@@ -274,7 +276,7 @@ def parallel_env(
     backend = SMAXEnv(
         map_name, seed=seed, episode_limit=episode_limit, enemy_shoots=enemy_shoots, attack_mode=attack_mode,
         fixed_starts=fixed_starts, reward=reward, profile=profile, time_limit=time_limit, step_time=step_time,
-        attack=attack, walls=walls, obs=obs, state=state,
+        attack=attack, walls=walls, obs=obs, state=state, spawn=spawn,
     )
     return SMACParallelEnv(
         backend, obs_bounds=(OBS_LOW, OBS_HIGH), state_bounds=backend.state_bounds, map_name=map_name,

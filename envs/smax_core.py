@@ -206,8 +206,7 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         obs_AO = jnp.clip(obs_AO, OBS_LOW, OBS_HIGH) * alive_A[:, None]
         if smac_state:
             assert facts is not None
-            max_cooldown = env.unit_type_weapon_cooldowns[s.unit_types]
-            global_state = smac_jax.state(s, facts, n_allies, map_size, max_cooldown, carry[2])
+            global_state = smac_jax.state(s, facts, n_allies, map_size, carry[2])
         else:
             global_state = world_state(s)
         return obs_AO, global_state, avail_AU, alive_A
@@ -217,6 +216,17 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         return jax.tree.map(lambda x: jax.lax.convert_element_type(x, x.dtype), carry)
 
     fixed_start_key = jax.random.PRNGKey(FIXED_START_SEED)
+    spawn = smac_rules.spawn_points(map_name) if options.spawn == smac_rules.SMAC else None
+    team_AE = np.arange(n_allies + n_enemies) >= n_allies  # False: an ally, True: an enemy
+
+    def at_spawn(s: Any) -> Any:
+        """SMAX's start positions moved to SMAC's spawn points: each team's units keep their spread from SMAX's draw
+        around its own point, their centroid on SMAC's point (``spawn``)."""
+        assert spawn is not None
+        pos = s.unit_positions
+        point = jnp.where(team_AE[:, None], jnp.asarray(spawn[1]), jnp.asarray(spawn[0]))
+        centroid = jnp.where(team_AE[:, None], jnp.mean(pos[n_allies:], axis=0), jnp.mean(pos[:n_allies], axis=0))
+        return s.replace(unit_positions=(pos - centroid + point).astype(pos.dtype))
 
     def reset(key: jax.Array) -> Any:
         key, reset_key = jax.random.split(key)
@@ -224,6 +234,8 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         # point); with fixed starts it draws them from one fixed key, and the episode's own key stream (weapon
         # cooldowns, the enemy's choices) goes on as before
         _, state = env.reset(fixed_start_key if fixed_starts else reset_key)
+        if spawn is not None:
+            state = state.replace(state=at_spawn(state.state))
         if smac_state:  # the carry holds the agents' last actions (one-hot [A, U]) for SMAC's state
             return strong((state, key, jnp.zeros((n_allies, n_actions), jnp.float32)))
         return strong((state, key))
@@ -305,7 +317,7 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         episode_limit=episode_limit,
         unit_types=unit_types,
         state_layout=_state_layout(n_allies, n_types, facts if smac_state else None),
-        state_bounds=(-1.0, 1.0) if smac_state else (STATE_LOW, STATE_HIGH),
+        state_bounds=(-1.0, _smac_state_high(env, facts)) if smac_state else (STATE_LOW, STATE_HIGH),
         reset=jax.jit(reset_and_observe),
         step=jax.jit(step_and_observe),
         vreset=jax.jit(jax.vmap(reset_and_observe)),
@@ -314,6 +326,15 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         kreset=jax.jit(kreset),  # the same
         key_struct=jax.eval_shape(lambda: jax.random.PRNGKey(0)),
     )
+
+
+def _smac_state_high(env: Any, facts: smac_rules.UnitFacts | None) -> float:
+    """The upper bound of SMAC's state on SMAX: 1, or the largest cooldown SMAC's rule can read if above (a stalker
+    that has just fired: (1.87 s + SMAX's deviation of up to 2 world steps) x 22.4 / 35, about 1.25)."""
+    assert facts is not None
+    longest_s = np.asarray(env.unit_type_weapon_cooldowns) + 2 * float(env.time_per_step)
+    ratio = longest_s * smac_rules.SC2_LOOPS_PER_SECOND / facts.max_cooldown_loops
+    return float(max(1.0, float(np.max(ratio[facts.ally_type_bit >= 0]))))  # the state holds the allies' only
 
 
 def _state_layout(n_allies: int, n_types: int, facts: smac_rules.UnitFacts | None) -> StateLayout:

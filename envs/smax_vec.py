@@ -52,6 +52,7 @@ class SMAXVecEnv:
         walls: str | None = None,
         obs: str | None = None,
         state: str | None = None,
+        spawn: str | None = None,
     ) -> None:
         """``obs_format`` is checked and otherwise unused: arrays have no per-agent format, and a run passes
         its ``smax:<map>`` env args (which may choose the format of ``parallel_env``) here.
@@ -63,7 +64,7 @@ class SMAXVecEnv:
             raise ValueError(f"n_envs must be a positive int, got {n_envs!r}")
         self.map_name = map_name
         options = resolve_options(profile, reward=reward, time_limit=time_limit, step_time=step_time, attack=attack,
-                                  walls=walls, obs=obs, state=state, fixed_starts=fixed_starts)
+                                  walls=walls, obs=obs, state=state, spawn=spawn, fixed_starts=fixed_starts)
         self._core = _core(map_name, episode_limit, enemy_shoots, attack_mode, options)
         self.options = options
         """The resolved SMAC options (``semzoo.envs.smac_rules.Options``)."""

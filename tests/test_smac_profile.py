@@ -122,11 +122,11 @@ def test_smac_observation_splits_protoss_health_into_hit_points_and_shields_with
 def test_smac_state_on_a_constructed_3m_state_has_relative_positions_cooldowns_and_last_actions():
     positions = [(10, 16), (16, 24), (5, 5), (20, 8), (24, 16), (13, 12)]
     core, s = smax_state("3m", positions, health=[45, 45, 45, 9, 45, 45], alive=[True, True, False, True, True, True])
-    s = s.replace(unit_weapon_cooldowns=jnp.asarray([0.305, -0.2, 0, 0, 0, 0], jnp.float32))  # marine's max: 0.61
+    s = s.replace(unit_weapon_cooldowns=jnp.asarray([0.305, -0.2, 0, 0, 0, 0], jnp.float32))
     last = jax.nn.one_hot(jnp.asarray([STOP, FIRST_ATTACK + 2, NOOP]), 9)
-    max_cd = core.env.unit_type_weapon_cooldowns[s.unit_types]
-    state = np.asarray(smac_jax.state(s, facts(core, "3m"), 3, jnp.asarray([32.0, 32.0]), max_cd, last))
-    expected_allies = [1, 0.5, -6 / 32, 0, 1, 0, 0, 8 / 32, 0, 0, 0, 0]  # health, cooldown, x, y; ally 2 dead
+    state = np.asarray(smac_jax.state(s, facts(core, "3m"), 3, jnp.asarray([32.0, 32.0]), last))
+    # health, cooldown (0.305 s x 22.4 loops/s over a marine's 15 loops; SMAX's -0.2 s is SC2's 0), x, y; ally 2 dead
+    expected_allies = [1, 0.305 * 22.4 / 15, -6 / 32, 0, 1, 0, 0, 8 / 32, 0, 0, 0, 0]
     expected_enemies = [9 / 45, 4 / 32, -8 / 32, 1, 8 / 32, 0, 1, -3 / 32, -4 / 32]  # health, x, y
     expected_last = np.eye(9)[[STOP, FIRST_ATTACK + 2, NOOP]].reshape(-1)
     np.testing.assert_allclose(state, np.concatenate([expected_allies, expected_enemies, expected_last]), atol=1e-6)
@@ -219,9 +219,10 @@ def test_a_given_option_keeps_its_value_against_the_profile_and_defaults_stay_sm
     options = make_env("smax:3m", profile="smac", reward="dense", fixed_starts=False).unwrapped.smac_env.options
     assert (options.reward, options.fixed_starts) == ("dense", False)
     assert (options.time_limit, options.step_time, options.attack, options.walls, options.obs,
-            options.state) == ("smac",) * 6
+            options.state, options.spawn) == ("smac",) * 7
     assert SMAXVecEnv("3m", 2, profile="smac", obs="smax").options == options.__class__(
-        reward="smac", time_limit="smac", step_time="smac", attack="smac", walls="smac", obs="smax", state="smac", fixed_starts=True)
+        reward="smac", time_limit="smac", step_time="smac", attack="smac", walls="smac", obs="smax", state="smac",
+        spawn="smac", fixed_starts=True)
 
 
 @pytest.mark.slow  # compiles the vectorised 2s3z core with SMAC's rules (25 s or more on 2 busy cores)
@@ -302,3 +303,69 @@ def test_a_run_stored_without_a_profile_reads_as_smaxs_own_rules_and_keeps_its_l
     assert env_label(config) == "smax:2s3z fixed_starts=true"
     assert env_label(resolve(TrainConfig(env="smax:2s3z")).config) == "smax:2s3z profile=smac"
     assert runfiles.SMAX_OWN_PROFILE == smac_rules.SMAX  # written out there: the readers import nothing of the envs
+
+
+def test_smac_state_reads_a_cooldown_as_smacs_game_loops_over_the_per_type_maximum_unclipped():
+    # 2s3z: stalkers 0-1 and zealots 2-4; SMAC's unit_max_cooldown: stalker 35 loops, zealot 22 loops
+    core, s = smax_state("2s3z", TWO_S3Z_START)
+    cooldowns = [1.87 + 2 / 22.4, 0.5, 0.86, 0.0, -1.0, 0, 0, 0, 0, 0]  # s, SMAX's: a stalker that has just fired first
+    s = s.replace(unit_weapon_cooldowns=jnp.asarray(cooldowns, jnp.float32))
+    state = np.asarray(smac_jax.state(s, facts(core, "2s3z"), 5, jnp.asarray([32.0, 32.0]),
+                                      jnp.zeros((5, SMAC_MAPS["2s3z"].n_actions))))
+    ally_dim = 4 + 1 + 2  # health, cooldown, x, y, shield, 2 type bits
+    read = state[1:5 * ally_dim:ally_dim]
+    expected = [(1.87 * 22.4 + 2) / 35, 0.5 * 22.4 / 35, 0.86 * 22.4 / 22, 0.0, 0.0]
+    np.testing.assert_allclose(read, expected, rtol=1e-5)
+    assert read[0] > 1.0  # unclipped, as SMAC's get_state
+    env = make_env("smax:2s3z", profile="smac")
+    assert env.state_space.high.max() == pytest.approx((1.87 + 2 / 22.4) * 22.4 / 35, rel=1e-5)
+
+
+def test_a_marine_that_has_just_fired_reads_about_0_9_to_1_0_as_in_smac_not_a_clipped_1():
+    env = make_env("smax:3m", profile="smac")
+    obs, _ = env.reset(seed=0)
+    seen = []
+    for step in range(60):
+        if not env.agents:
+            obs, _ = env.reset(seed=step)
+        actions = {}
+        for agent in env.agents:
+            mask = np.asarray(obs[agent]["action_mask"])
+            attacks = np.flatnonzero(mask[FIRST_ATTACK:])
+            actions[agent] = FIRST_ATTACK + int(attacks[0]) if len(attacks) else EAST
+        obs, *_ = env.step(actions)
+        if env.agents:
+            seen.extend(env.state()[1:12:4])  # the allies' cooldowns
+    fired = [c for c in seen if c > 0.5]
+    assert fired, seen
+    # read after the step that fired: (0.61 s x 22.4 + SMAX's deviation of -1 to 2 loops - the loops since) / 15
+    assert max(seen) <= (0.61 * 22.4 + 2) / 15 + 1e-5 and max(fired) > 0.75
+
+
+def test_the_profile_starts_the_teams_around_smacs_spawn_points_with_their_centroids_on_them():
+    for map_name, n_allies in (("3m", 3), ("2s3z", 5), ("3s5z", 8)):
+        core = _core(map_name, None, True, "closest", resolve_options("smac"))
+        smax_own = _core(map_name, None, True, "closest", resolve_options("smac", spawn="smax"))
+        for seed in (0, 7):
+            s = core.reset(jax.random.PRNGKey(seed))[0][0].state
+            pos = np.asarray(s.unit_positions)
+            np.testing.assert_allclose(pos[:n_allies].mean(axis=0), [9, 16], atol=1e-5)
+            np.testing.assert_allclose(pos[n_allies:].mean(axis=0), [23, 16], atol=1e-5)
+            # each unit keeps its offset from its team's centroid in SMAX's own draw (around (8, 16) and (24, 16))
+            own = np.asarray(smax_own.reset(jax.random.PRNGKey(seed))[0][0].state.unit_positions)
+            for team in (slice(0, n_allies), slice(n_allies, None)):
+                np.testing.assert_allclose(pos[team] - pos[team].mean(axis=0), own[team] - own[team].mean(axis=0),
+                                           atol=1e-5)
+    # in SMAC's state a team's mean x relative to the centre is (9 - 16) / 32 and (23 - 16) / 32
+    env = make_env("smax:3m", profile="smac")
+    env.reset(seed=0)
+    state = env.state()
+    assert np.mean(state[2:12:4]) == pytest.approx((9 - 16) / 32, abs=1e-6)
+    assert np.mean(state[13:21:3]) == pytest.approx((23 - 16) / 32, abs=1e-6)
+
+
+def test_smaxs_own_profile_keeps_smaxs_spawn_points():
+    core = _core("3m", None, True, "closest", resolve_options("smax", fixed_starts=True))
+    pos = np.asarray(core.reset(jax.random.PRNGKey(0))[0][0].state.unit_positions)
+    assert abs(pos[:3, 0].mean() - 8) < 2 and abs(pos[3:, 0].mean() - 24) < 2
+    assert resolve_options("smac").spawn == "smac" and resolve_options("smax").spawn == "smax"
