@@ -213,8 +213,8 @@ def _page_table(page: Path, header: str) -> list[list[str]]:
     return rows
 
 
-CONTROL_TABLE = (ROOT / "docs" / "memory.md", "| learner | `--algo` |")
-"""docs/memory.md's positive-control table on the two-step game (tests/test_two_step_memory.py retrains it): the page
+CONTROL_TABLE = (ROOT / "docs" / "studies" / "two-step.md", "| learner | `--algo` |")
+"""docs/studies/two-step.md's positive-control table on the two-step game (tests/test_two_step_memory.py retrains it): the page
 and the start of its header line, for ``_page_table``."""
 
 
@@ -314,7 +314,7 @@ def figures() -> list[tuple[str, str]]:
          f"{min(unmerged):,}-{max(unmerged):,} of 500k for {len(unmerged)} SEM-QMIX runs"),
         ("SEM's merge rate with fixed starts, 2s3z, SMAX's own rules",
          f"merges {round(100 * fixed_merge[1])}-{round(100 * fixed_merge[2])} % of its writes"),
-        ("the two-step game's positive control (docs/memory.md's table)",
+        ("the two-step game's positive control (docs/studies/two-step.md's table)",
          f"SEM-VDN finds the optimum on {control['SEM-VDN'][0]} of {control['SEM-VDN'][1]} seeds, and the same loss "
          "with the episode's own return (`mc-vdn`), or VDN with TD(lambda), on "
          + (NUMBER_WORDS[0] if others == {0} else "/".join(map(str, sorted(others))))),

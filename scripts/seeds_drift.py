@@ -6,7 +6,7 @@
 Trains the group and the single run with the CLI into a temporary folder, logging a metric row every
 iteration, then prints for the chosen seed, per logged step, the largest relative difference over the
 learning metrics (timings left out) and the first step at which it passes 1e-6, 1e-3 and 1e-2.
-docs/performance.md ("Many runs in one process", Exactness) quotes its output.
+docs/seeds.md ("Many runs in one process", Exactness) quotes its output.
 """
 
 from __future__ import annotations

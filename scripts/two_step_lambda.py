@@ -1,17 +1,17 @@
 """Does episodic memory help? SEM-VDN versus VDN on the two-step game of the QMIX paper, over lambda and seeds.
 
-    python scripts/two_step_lambda.py                          # the table of docs/memory.md (10 seeds)
+    python scripts/two_step_lambda.py                          # the table of docs/studies/two-step.md (10 seeds)
     python scripts/two_step_lambda.py --seeds 3 --lams 0 0.5   # a quick look
     python scripts/two_step_lambda.py --exploration annealed   # epsilon 1 -> 0.05 instead of uniform
     python scripts/two_step_lambda.py --control --jobs 2       # the positive control: VDN, SEM, mc, TD(lambda)
 
 Prints one markdown row per lambda: the greedy return of every seed, how many reach the optimum 8,
-and the closed-form prediction (see docs/memory.md, "Does memory help? the two-step game").
+and the closed-form prediction (see docs/studies/two-step.md, "Does memory help? the two-step game").
 lambda = 0 is SEM-VDN with the memory read but unused, i.e. VDN bit for bit.
 
 ``--control`` prints one row per learner instead, all at lambda = 0.5 (``--control-lam``): VDN, SEM-VDN, the
 own-return ablation mc-VDN and VDN with TD(lambda) targets, each with its blended first-step target towards 2B
-in closed form against 2A's 7 (docs/memory.md, "The positive control").
+in closed form against 2A's 7 (docs/studies/two-step.md, "The positive control").
 """
 
 from __future__ import annotations

@@ -224,7 +224,7 @@ class TrainConfig:
     keep_checkpoints: int = ranged(2, NON_NEGATIVE, "0 removes them when the run finishes")
     """Checkpoints kept in checkpoints/, newest first. 0 keeps one while the run trains and removes it when the run
     finishes (best.ckpt, metrics.csv and final.json stay; the run can then not be extended): for large studies,
-    where each checkpoint holds the replay buffer (docs/performance.md gives its size). May change when a run is
+    where each checkpoint holds the replay buffer (docs/memory-plan.md gives its size). May change when a run is
     resumed."""
     agent: AgentConfig = field(default_factory=AgentConfig)
     """The agent network."""

@@ -1,7 +1,7 @@
 """Training on SMAX learns: SEM-QMIX and QMIX with the paper/PyMARL defaults win smax:3m.
 
 Long (minutes on 2 cores): run with ``pytest -m long tests/test_smax_learning.py``.
-The thresholds are well below what the measured runs reached (docs/smac.md, "Learning on SMAX").
+The thresholds are well below what the measured runs reached (docs/studies/smax-3m.md, "Learning on SMAX 3m").
 """
 
 from __future__ import annotations

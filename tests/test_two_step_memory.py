@@ -1,6 +1,6 @@
 """Does episodic memory help? SEM-VDN reaches the two-step game's optimum 8 where VDN settles on 7.
 
-Settings are those of scripts/two_step_lambda.py and docs/memory.md ("Does memory help?"):
+Settings are those of scripts/two_step_lambda.py and docs/studies/two-step.md ("Does memory help?"):
 uniform exploration (epsilon = 1, the QMIX paper's setting for this game), 4000 env steps, lr 1e-3,
 |M| = 100 env steps. Under uniform data VDN's best value in state 2B is 6.5 < 7 (closed form below),
 so VDN's agent 0 picks 2A; SEM's target for 2B is (1 - lambda) 6.5 + lambda 8, above 7 once
@@ -88,7 +88,7 @@ def test_own_return_and_td_lambda_settle_on_7_where_sem_reaches_8():
 
 @pytest.mark.long
 def test_the_control_table_only_sem_reaches_8():
-    """docs/memory.md's control table, 10 seeds a row: VDN, mc-VDN and TD(lambda) VDN settle on 7 on every seed; SEM-VDN
+    """docs/studies/two-step.md's control table, 10 seeds a row: VDN, mc-VDN and TD(lambda) VDN settle on 7 on every seed; SEM-VDN
     reaches 8 on 9 (seed 4 ends on a tie of agent 0's first-step values, 0.016 apart, where 0.25 gamma is predicted)."""
     vdn = [greedy_return(0.0, seed, algo="vdn") for seed in SEEDS]
     sem = [greedy_return(SEM_LAMBDA, seed) for seed in SEEDS]
@@ -102,7 +102,7 @@ def test_the_control_table_only_sem_reaches_8():
 
 
 def control_table() -> list[list[str]]:
-    """The rows of docs/memory.md's control table, as cells (as the findings page's figure reads them)."""
+    """The rows of docs/studies/two-step.md's control table, as cells (as the findings page's figure reads them)."""
     findings = load_script("findings_tables")
     return findings._page_table(*findings.CONTROL_TABLE)
 

@@ -6,7 +6,7 @@ Episodic Memory Utilization of Cooperative Multi-Agent Reinforcement
 Learning", ICLR 2024) look a state's key up as "the nearest stored key, if it
 is close enough". Their public code answers one key at a time with a kd-tree
 in a Python loop; this index answers a whole batch with a few array
-operations. Design, guarantees and timings: docs/memory.md, "Nearest key
+operations. Design, guarantees and timings: docs/nearest.md, "Nearest key
 within a tolerance".
 
 Shapes: N = capacity (slots), D = key size, K = keys given to a write,

@@ -17,7 +17,7 @@ ring positions uniformly from the run's generator, whatever the episodes' length
 Growth. The store starts small and grows by half (compacting the live episodes oldest first) when an episode
 finds no room, up to ``worst_case_slots``: ``(capacity + 1) x (max_t + 1) + 1`` slots, where every
 placement finds room without growing (one episode's length of slack at the end and behind the oldest).
-So memory follows what was played, not the episode limit (docs/performance.md has the figures). A growth
+So memory follows what was played, not the episode limit (docs/studies/benchmarks.md has the figures). A growth
 copies one field at a time: for a moment the store holds the new size plus the old copy of one field
 (``growth_transient_bytes`` bounds it; the memory plan counts it).
 

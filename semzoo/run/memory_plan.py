@@ -73,7 +73,7 @@ NETWORK_COPIES = 5
 HOST = "host"
 """``MemoryPlan.replay_device`` of a replay buffer in host memory."""
 TYPICAL_LENGTH = {"smax:3m": 18, "smax:2s3z": 57, "smax:27m_vs_30m": 26}
-"""Typical episode lengths of SMAX maps, from runs on them (docs/performance.md, "The memory plan"); other envs
+"""Typical episode lengths of SMAX maps, from runs on them (docs/memory-plan.md, "The memory plan"); other envs
 are expected at their limit. Only the expected size reads them: the worst case assumes the limit."""
 
 
