@@ -1,4 +1,5 @@
-"""The front door stays true: the README's size, `semzoo --help`'s command list, and docs/cli.md's help blocks."""
+"""The front door stays true: the README's size, `semzoo --help`'s command list, docs/cli.md's help blocks, and the
+size of the docs' hand-written pages."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from semzoo.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 README_MAX_LINES = 150
+PAGE_MAX_LINES = 300
+"""A hand-written page of docs/ is one kind (tutorial, how-to, reference, explanation) and fits this; longer ones split."""
+RECORDS = ("studies", "results")
+"""docs/ folders of records (the studies' pages, the kept runs' reports), exempt from PAGE_MAX_LINES."""
 MEMORIES = ("SEM", "SAEM", "EMC", "EMU")
 
 
@@ -41,7 +46,9 @@ def test_the_cli_page_shows_the_apps_current_help():
                           env={"PATH": "/usr/bin:/bin", "HOME": str(Path.home())})
     assert done.returncode == 0, ("docs/cli.md's help blocks differ from the app: run python scripts/cli_reference.py"
                                   f"\n{done.stderr[-2000:]}")
-    assert (ROOT / "docs" / "cli.md").read_text().count("<!-- cli-help: ") >= 10  # the app and its 9 commands
+    page = (ROOT / "docs" / "cli.md").read_text()
+    assert page.count("<!-- cli-help: ") >= 10  # the app and its 9 commands
+    assert "generated from the CLI" in "\n".join(page.splitlines()[:4]), "docs/cli.md's first lines say it is generated"
 
 
 def cli_reference():
@@ -89,3 +96,24 @@ def test_the_readme_and_the_site_home_give_the_install_line_with_the_default_job
         text = page.read_text()
         assert 'pip install ".[smax]"' in text and "semzoo[smax]" in text, page.name
         assert "trains on SMAX" in text, page.name
+
+
+def hand_written_lines(page: str) -> int:
+    """The page's lines less those of the help blocks that scripts/cli_reference.py generates (marker and block)."""
+    generated = sum(block.group(0).count("\n") + 1 for block in cli_reference().MARKER.finditer(page))
+    return len(page.splitlines()) - generated
+
+
+def test_no_hand_written_page_of_the_docs_exceeds_300_lines():
+    pages = [path for path in (ROOT / "docs").rglob("*.md")
+             if path.relative_to(ROOT / "docs").parts[0] not in RECORDS]
+    assert len(pages) >= 10 and ROOT / "docs" / "cli.md" in pages
+    long = {str(path.relative_to(ROOT)): hand_written_lines(path.read_text()) for path in pages}
+    long = {name: lines for name, lines in long.items() if lines > PAGE_MAX_LINES}
+    assert not long, (f"pages over {PAGE_MAX_LINES} hand-written lines: {long}; split each into pages of one kind, "
+                      "and move dated measurements to a record under docs/studies/")
+
+
+def test_the_line_count_leaves_out_only_the_generated_help_blocks():
+    page = "# t\n\nprose\n<!-- cli-help: envs -->\n```text\na\nb\n```\nmore prose\n"
+    assert hand_written_lines(page) == 4
