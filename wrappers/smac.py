@@ -386,7 +386,7 @@ def _check_sc2path(map_name: str) -> Path:
         if not default.is_dir():
             raise SMACUnavailableError(
                 f"SC2PATH is not set and {default} does not exist; install StarCraft II {PAPER_SC2_VERSION} "
-                "and `export SC2PATH=/path/to/StarCraftII` (see docs/smac.md)"
+                "and `export SC2PATH=/path/to/StarCraftII` (see docs/starcraft.md)"
             )
         root = default
     else:
