@@ -94,6 +94,14 @@ def test_cli_trains_an_env_registered_by_a_plugin_module(tmp_path, monkeypatch):
     assert (tmp_path / "plugin_coin_game_vdn_seed0" / "final.json").exists()
 
 
+def test_envs_lists_an_env_registered_by_a_plugin_module_with_its_arguments(monkeypatch):
+    monkeypatch.setenv("SEMZOO_PLUGINS", "")  # restored after the test: --plugin names its module there too
+    result = CliRunner().invoke(app, ["--plugin", "plugin_envs", "envs"])
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if "plugin_coin_game" in line)
+    assert "(k)" in line and "the penalty game under another name" in line
+
+
 class NoStateEnv(MeetingEnv):
     state = ParallelEnv.state  # inherited, not implemented
     state_space = None
