@@ -191,7 +191,8 @@ class TrainConfig:
     out: str = "runs"
     """Parent folder of the run directory."""
     run_name: str | None = None
-    """Run directory name under `out`; default <env>_<algo>_seed<seed>."""
+    """Run directory name under `out`; default <env>_<algo>_seed<seed>, the env arguments given (key=value) before
+    _seed."""
     device: str = "auto"
     """'auto' (a GPU when one is present), 'cpu', 'cuda', 'cuda:N' or 'mps'."""
     threads: int = ranged(1, NON_NEGATIVE, "0 keeps torch's default")
