@@ -1,7 +1,7 @@
 """Run configuration: frozen, keyword-only dataclasses whose fields are the CLI flags.
 
 Defaults are the PyMARL / paper values (paper appendix, tables "hyper-parameters in SEM"); the
-default run is the README's main job (SEM-QMIX on SMAX 3m for 100k env steps). Each field's
+default run is the README's main job (SEM-QMIX on SMAX 3m for 20k env steps). Each field's
 attribute docstring is its ``semzoo train --help`` text, and every numeric field carries the
 ``Range`` it must lie in, checked (finite, in range, the right type) when a config is built.
 """
@@ -184,7 +184,7 @@ class TrainConfig:
     algo: str = "sem-qmix"
     """Algorithm id: <mixer> or <memory>-<mixer> with memory sem, saem, emc, emu, lagma or mc (the own-return ablation),
     mixers vdn, qmix, qplex, cw-qmix, ow-qmix (`semzoo algos` lists them)."""
-    steps: int = ranged(100_000, NON_NEGATIVE)
+    steps: int = ranged(20_000, NON_NEGATIVE)
     """Environment steps to train for."""
     seed: int = ranged(0, Range(low=0, high=2**32 - 1), "a 32-bit seed")
     """Seed of networks, exploration, replay sampling, envs and the random projection."""

@@ -89,3 +89,11 @@ def test_the_readme_and_the_site_home_give_the_install_line_with_the_default_job
         text = page.read_text()
         assert 'pip install ".[smax]"' in text and "semzoo[smax]" in text, page.name
         assert "trains on SMAX" in text, page.name
+
+
+def test_make_demo_runs_the_main_job_with_the_flags_measure_demo_times():
+    """`make demo` is `semzoo train` with scripts/measure_demo.py's DEMO_ARGS, so the README's timing is of it."""
+    from script_modules import load_script
+
+    recipe = (ROOT / "Makefile").read_text().split("\ndemo: install\n")[1].splitlines()[0].split()
+    assert recipe == ["$(BIN)/semzoo", "train", *load_script("measure_demo").DEMO_ARGS]

@@ -53,7 +53,7 @@ def train(ctx: typer.Context, **options: Any) -> None:
 
     Writes <out>/<run>/ (config.json, metrics.csv, checkpoints/).
 
-    With no flags: the README's main job, SEM-QMIX on SMAX 3m for 100k env steps (TrainConfig()).
+    With no flags: the README's main job, SEM-QMIX on SMAX 3m for 20k env steps (TrainConfig()).
     """
     from semzoo.resolution import resolve
     from semzoo.run.device import resolve_device
