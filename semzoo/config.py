@@ -1,7 +1,7 @@
 """Run configuration: frozen, keyword-only dataclasses whose fields are the CLI flags.
 
 Defaults are the PyMARL / paper values (paper appendix, tables "hyper-parameters in SEM"); the
-default run is the README's main job (SEM-QMIX on SMAX 3m for 100k env steps). Each field's
+default run is the README's main job (SEM-QMIX on SMAX 3m for 20k env steps). Each field's
 attribute docstring is its ``semzoo train --help`` text, and every numeric field carries the
 ``Range`` it must lie in, checked (finite, in range, the right type) when a config is built.
 """
@@ -184,14 +184,15 @@ class TrainConfig:
     algo: str = "sem-qmix"
     """Algorithm id: <mixer> or <memory>-<mixer> with memory sem, saem, emc, emu, lagma or mc (the own-return ablation),
     mixers vdn, qmix, qplex, cw-qmix, ow-qmix (`semzoo algos` lists them)."""
-    steps: int = ranged(100_000, NON_NEGATIVE)
+    steps: int = ranged(20_000, NON_NEGATIVE)
     """Environment steps to train for."""
     seed: int = ranged(0, Range(low=0, high=2**32 - 1), "a 32-bit seed")
     """Seed of networks, exploration, replay sampling, envs and the random projection."""
     out: str = "runs"
     """Parent folder of the run directory."""
     run_name: str | None = None
-    """Run directory name under `out`; default <env>_<algo>_seed<seed>."""
+    """Run directory name under `out`; default <env>_<algo>_seed<seed>, the env arguments given (key=value) before
+    _seed."""
     device: str = "auto"
     """'auto' (a GPU when one is present), 'cpu', 'cuda', 'cuda:N' or 'mps'."""
     threads: int = ranged(1, NON_NEGATIVE, "0 keeps torch's default")

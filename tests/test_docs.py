@@ -117,3 +117,11 @@ def test_no_hand_written_page_of_the_docs_exceeds_300_lines():
 def test_the_line_count_leaves_out_only_the_generated_help_blocks():
     page = "# t\n\nprose\n<!-- cli-help: envs -->\n```text\na\nb\n```\nmore prose\n"
     assert hand_written_lines(page) == 4
+
+
+def test_make_demo_runs_the_main_job_with_the_flags_measure_demo_times():
+    """`make demo` is `semzoo train` with scripts/measure_demo.py's DEMO_ARGS, so the README's timing is of it."""
+    from script_modules import load_script
+
+    recipe = (ROOT / "Makefile").read_text().split("\ndemo: install\n")[1].splitlines()[0].split()
+    assert recipe == ["$(BIN)/semzoo", "train", *load_script("measure_demo").DEMO_ARGS]

@@ -19,7 +19,8 @@ def tiny(out, **kw) -> TrainConfig:
 def test_the_same_command_twice_writes_a_second_run_directory(tmp_path):
     first, _ = train(tiny(tmp_path), progress=False)
     second, _ = train(tiny(tmp_path), progress=False)
-    assert first.name == "matrix_climbing_vdn_seed0" and second.name == "matrix_climbing_vdn_seed0-2"
+    # a suffix that reads as no seed range (`--seeds 0-2`)
+    assert first.name == "matrix_climbing_vdn_seed0" and second.name == "matrix_climbing_vdn_seed0_run2"
     assert (first / "final.json").exists() and (second / "final.json").exists()
 
 
@@ -42,6 +43,36 @@ def test_python_train_shows_progress_by_default_and_can_be_silenced(tmp_path, ca
     assert "steps/s" in lines[-1] and "ETA" in lines[-1]
     train(tiny(tmp_path, steps=400), progress=False)
     assert "[train]" not in capsys.readouterr().err
+
+
+def test_without_a_terminal_progress_also_prints_on_time(tmp_path, capsys, monkeypatch):
+    from semzoo.run import progress
+
+    monkeypatch.setattr(progress, "PLAIN_LINE_INTERVAL_S", 0.0)  # a line at every iteration, whatever its steps
+    train(tiny(tmp_path, steps=400), progress=True)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[train]")]
+    assert len(lines) > 4 * progress.LINES_PER_RUN  # one-step episodes: far more iterations than tenths of the run
+
+
+def test_progress_lines_come_every_tenth_or_every_interval_whichever_is_first(capsys):
+    from semzoo.run.progress import ConsoleProgress
+
+    now = [0.0]
+    console = ConsoleProgress(1000, interval_s=60.0, clock=lambda: now[0])
+    for steps, seconds in [(1, 1), (2, 30), (3, 61), (50, 62), (100, 63), (101, 64), (200, 200), (201, 201)]:
+        now[0] = seconds
+        console({"env_steps": steps, "epsilon": 1.0})
+    printed = [int(line.split()[1].split("/")[0]) for line in capsys.readouterr().err.splitlines()]
+    assert printed == [1, 3, 200]  # 3: 60 s after the line at 1; 200: 10 % after the line at 3, and 136 s later
+
+
+def test_first_progress_line_names_jax_only_where_a_run_compiles_with_it(tmp_path, capsys):
+    from semzoo.run.progress import one_off_work
+
+    train(tiny(tmp_path, steps=64), progress=True)
+    first = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("[train]"))
+    assert "first iteration" in first and "JIT" not in first and "JAX" not in first
+    assert "JAX compilation" in one_off_work(TrainConfig(env="smax:3m"))
 
 
 def test_importing_the_smax_backend_prints_nothing():

@@ -272,6 +272,7 @@ def test_envs_lists_the_smac_profile_and_what_it_sets():
         assert f"  {name}=" in result.output
 
 
+@pytest.mark.slow  # about 26 s of CPU: SMAX runs compiled for two profiles
 def test_a_run_on_a_smac_map_trains_on_the_profile_unless_its_env_arguments_name_another(tmp_path):
     def trained(*flags: str) -> dict:
         result = CliRunner().invoke(app, ["train", "--env", "smax:3m", "--algo", "qmix", "--steps", "30",

@@ -68,7 +68,7 @@ def test_env_class_from_this_file_trains_by_registered_name(tmp_path):
     config = TrainConfig(**NO_ACTOR, env="meeting", env_args={"size": 4}, algo="qmix", steps=300, n_envs=4, test_episodes=8,
                          out=str(tmp_path), learner=LearnerConfig(batch_size=4, buffer_size=32))
     run_dir, result = semzoo.train(config, tensorboard=False)
-    assert run_dir.name == "meeting_qmix_seed0"
+    assert run_dir.name == "meeting_qmix_size=4_seed0"  # the env arguments in the name: a task of its own
     assert '"env": "meeting"' in (run_dir / "config.json").read_text()  # the config stays serialisable
     assert 0.0 <= result["test_return_mean"] <= 6.0
     assert {"loss", "test_return_mean"} <= {row["name"] for row in read_metrics(run_dir)}
@@ -91,7 +91,25 @@ def test_cli_trains_an_env_registered_by_a_plugin_module(tmp_path, monkeypatch):
                                       "--steps", "100", "--out", str(tmp_path), "--batch-size", "4",
                                       "--buffer-size", "32", "--test-episodes", "8", *NO_ACTOR_FLAGS])
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "plugin_coin_game_vdn_seed0" / "final.json").exists()
+    assert (tmp_path / "plugin_coin_game_vdn_k=-5_seed0" / "final.json").exists()
+
+
+def test_two_tasks_of_one_env_factory_get_run_directories_named_by_their_env_arguments(tmp_path):
+    semzoo.register_env("meeting", MeetingEnv)
+    names = []
+    for env_args in ({"size": 4}, {"size": 6, "max_steps": 4}, {}):
+        config = TrainConfig(**NO_ACTOR, env="meeting", env_args=env_args, algo="vdn", steps=48, n_envs=4,
+                             test_episodes=4, out=str(tmp_path), learner=LearnerConfig(batch_size=4, buffer_size=16))
+        names.append(semzoo.train(config, tensorboard=False, progress=False)[0].name)
+    assert names == ["meeting_vdn_size=4_seed0", "meeting_vdn_max_steps=4_size=6_seed0", "meeting_vdn_seed0"]
+
+
+def test_envs_lists_an_env_registered_by_a_plugin_module_with_its_arguments(monkeypatch):
+    monkeypatch.setenv("SEMZOO_PLUGINS", "")  # restored after the test: --plugin names its module there too
+    result = CliRunner().invoke(app, ["--plugin", "plugin_envs", "envs"])
+    assert result.exit_code == 0, result.output
+    line = next(line for line in result.output.splitlines() if "plugin_coin_game" in line)
+    assert "(k)" in line and "the penalty game under another name" in line
 
 
 class NoStateEnv(MeetingEnv):

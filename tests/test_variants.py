@@ -78,6 +78,10 @@ def test_a_grid_axis_names_its_runs_and_keeps_the_default_value_at_the_plain_nam
     assert lam_of["smax_2s3z_sem-qmix_lam=0.3_seed1"] == 0.3 and lam_of["smax_2s3z_sem-qmix_seed1"] == 0.1
     plain = plan_trials(envs=["smax:2s3z"], algos=["sem-qmix"], seeds=[0], steps=1000, out=tmp_path)
     assert plain[0].name == default_run_name(plain[0].config) == "smax_2s3z_sem-qmix_seed0"
+    # env arguments typed are in the name, after the algorithm; the profile a map gets by default is not
+    own_rules = plan_trials(envs=["smax:2s3z"], algos=["sem-qmix"], seeds=[0], steps=1000, out=tmp_path,
+                            overrides={"env_args": {"profile": "smax", "fixed_starts": True}}, grid={"memory.lam": [0.3]})
+    assert own_rules[0].name == "smax_2s3z_sem-qmix_fixed_starts=true_profile=smax_lam=0.3_seed0"
 
 
 def test_two_axes_make_their_product(tmp_path):

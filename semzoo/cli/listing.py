@@ -97,7 +97,9 @@ def algos(ctx: typer.Context) -> None:
 def envs() -> None:
     """List the environment ids.
 
-    The matrix games, and the SMAC/SMAX maps with their agents, actions, state size and episode limit.
+    The matrix games, the SMAC/SMAX maps with their agents, actions, state size and episode limit, and the envs
+    registered with semzoo.register_env (by a --plugin module before the command, SEMZOO_PLUGINS or an installed
+    plugin).
     """
     from semzoo.envs import matrix_game_v0, smac_rules
     from semzoo.envs.maps import map_table
@@ -127,6 +129,34 @@ def envs() -> None:
     typer.echo("")
     typer.echo("Any PettingZoo ParallelEnv factory with state() (pz:<module>:<factory>), e.g.:")
     typer.echo("  pz:mpe2.simple_spread_v3:parallel_env   MPE2 cooperative navigation (extra semzoo[mpe])")
+    typer.echo("")
+    _echo_registered_envs()
+
+
+def _echo_registered_envs() -> None:
+    """The names given to ``semzoo.register_env`` (by ``--plugin`` modules, SEMZOO_PLUGINS and installed plugins),
+    each with its factory's arguments and the first line of its docstring; or how to add one."""
+    import inspect
+
+    from semzoo.envs.registry import registered_envs, registered_factory
+
+    names = registered_envs()
+    if not names:
+        typer.echo("Your own envs: none registered. semzoo.register_env(NAME, FACTORY) in a module, then")
+        typer.echo("  `semzoo --plugin MODULE envs` lists them and `semzoo --plugin MODULE train --env NAME` trains one.")
+        return
+    typer.echo("Registered envs (semzoo.register_env, from plugins; --env NAME, arguments with --env-arg):")
+    width = max(len(name) for name in names) + 2
+    for name in names:
+        factory = registered_factory(name)
+        try:
+            arguments = ", ".join(p.name for p in inspect.signature(factory).parameters.values()
+                                  if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+        except (TypeError, ValueError):  # no signature to read (some builtins)
+            arguments = "?"
+        doc = (inspect.getdoc(factory) or "").strip().splitlines()
+        summary = f"  {doc[0]}" if doc else ""
+        typer.echo(f"  {name:<{width}}({arguments}){summary}")
 
 
 @app.command("memory-cost")

@@ -40,12 +40,12 @@ if TYPE_CHECKING:
     from semzoo.resolution import ResolvedRun
 
 
-def _console_progress(total: int, **kwargs: Any) -> Any:
+def _console_progress(config: TrainConfig, total: int, **kwargs: Any) -> Any:
     """A run's progress on stderr (``semzoo.run.progress.ConsoleProgress``), imported when a command trains: the
-    run package imports torch."""
-    from semzoo.run.progress import ConsoleProgress
+    run package imports torch. ``config``: the run's (a group's first run's), for the one-off work it names."""
+    from semzoo.run.progress import ConsoleProgress, one_off_work
 
-    return ConsoleProgress(total, **kwargs)
+    return ConsoleProgress(total, first_iteration=one_off_work(config), **kwargs)
 
 
 def train(ctx: typer.Context, **options: Any) -> None:
@@ -53,7 +53,7 @@ def train(ctx: typer.Context, **options: Any) -> None:
 
     Writes <out>/<run>/ (config.json, metrics.csv, checkpoints/).
 
-    With no flags: the README's main job, SEM-QMIX on SMAX 3m for 100k env steps (TrainConfig()).
+    With no flags: the README's main job, SEM-QMIX on SMAX 3m for 20k env steps (TrainConfig()).
     """
     from semzoo.resolution import resolve
     from semzoo.run.device import resolve_device
@@ -108,7 +108,7 @@ def train(ctx: typer.Context, **options: Any) -> None:
     if seeds is not None:
         _train_group(run, seeds, options["tensorboard"])
         return
-    progress = _console_progress(config.steps)
+    progress = _console_progress(config, config.steps)
     with _exit_when_stopped():  # outside: the progress line is closed before the stop's line
         try:
             with _warnings_now():
@@ -176,8 +176,8 @@ def _resume_group(run_dirs: list[str], changes: dict[str, Any], tensorboard: boo
 
 def _run_group(group: Any) -> None:
     trainers = group.trainers
-    progress = _console_progress(sum(t.config.steps for t in trainers), start=sum(t.counters.env_steps for t in trainers),
-                         label=f"train x{len(trainers)}")
+    progress = _console_progress(trainers[0].config, sum(t.config.steps for t in trainers),
+                                 start=sum(t.counters.env_steps for t in trainers), label=f"train x{len(trainers)}")
     group.progress = progress
     with _exit_when_stopped():
         try:
@@ -269,7 +269,7 @@ def _resume(run_dir: str, changes: dict[str, Any], tensorboard: bool) -> None:
             trainer = Trainer.resume(run_dir, **changes, tensorboard=tensorboard)
         except (ValueError, TypeError) as err:
             fail(str(err))
-        progress = _console_progress(trainer.config.steps, start=trainer.counters.env_steps)
+        progress = _console_progress(trainer.config, trainer.config.steps, start=trainer.counters.env_steps)
         trainer.progress = progress
         typer.echo(f"resuming {run_dir} at {trainer.counters.env_steps:,} env steps", err=True)
         with _exit_when_stopped():

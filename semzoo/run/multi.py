@@ -302,11 +302,12 @@ def resume_seeds(run_dirs: Sequence[str | Path], *, steps: int | None = None, ke
 def _run_group(group: MultiTrainer, progress: Progress | bool) -> list[tuple[Path, dict[str, float]]]:
     console = None
     if progress is True:
-        from semzoo.run.progress import ConsoleProgress
+        from semzoo.run.progress import ConsoleProgress, one_off_work
 
         total = sum(t.config.steps for t in group.trainers)
         console = ConsoleProgress(total, start=sum(t.counters.env_steps for t in group.trainers),
-                                  label=f"train x{len(group.trainers)}" if len(group.trainers) > 1 else "train")
+                                  label=f"train x{len(group.trainers)}" if len(group.trainers) > 1 else "train",
+                                  first_iteration=one_off_work(group.trainers[0].config))
         group.progress = console
     elif progress is not False:
         group.progress = progress

@@ -1,8 +1,9 @@
 """Progress of long work on stderr: a run (``ConsoleProgress``) and a sweep (``SweepProgress``).
 
-A run shows a rich bar on a terminal, plain lines (about every 10 %) otherwise. The first iteration is
-not used for the rate: it holds one-off work (SMAX's JAX compilation takes tens of seconds), so until a
-second iteration has finished the display says "warming up" instead of guessing an ETA from it.
+A run shows a rich bar on a terminal; otherwise (a log file, a pipe) plain lines, one about every 10 % of the
+run and at least one every ``PLAIN_LINE_INTERVAL_S`` seconds, so that a long run's log shows it is alive. The first
+iteration is not used for the rate: it holds one-off work (SMAX's JAX compilation takes tens of seconds), so
+until a second iteration has finished the display says "warming up" instead of guessing an ETA from it.
 
 A sweep's runs train in other processes (Ray workers, perhaps on other nodes), so its driver reads
 their progress from their run directories: a line every ``interval_s`` with the runs finished, the env
@@ -15,12 +16,18 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from semzoo.config import is_smax
 from semzoo.run.rundir import logged_steps
+
+if TYPE_CHECKING:
+    from semzoo.config import TrainConfig
 
 BAR_WIDTH = 24
 LINES_PER_RUN = 10
+PLAIN_LINE_INTERVAL_S = 90.0
+"""Without a terminal, the longest wait between a run's progress lines, in seconds (besides the line every 10 %)."""
 SWEEP_PROGRESS_INTERVAL_S = 300.0
 """Seconds between a sweep's progress lines (a trial's metrics rows come every ``log_interval`` env steps)."""
 SECONDS_PER_HOUR, SECONDS_PER_MINUTE = 3600, 60
@@ -35,14 +42,31 @@ def test_figure(info: dict[str, Any]) -> str:
     return ""
 
 
-class ConsoleProgress:
-    """A ``Progress`` callback for ``Trainer``: env steps, steps/s, ETA and the last test figure."""
+def one_off_work(config: TrainConfig) -> str:
+    """What the first iteration of a run of ``config`` holds besides its steps, for the first progress line: the
+    env's start, JAX's compilation on SMAX, and torch.compile where ``compile_update`` may apply (not on the CPU)."""
+    parts = ["JAX compilation"] if is_smax(config.env) else []
+    if config.compile_update and config.device != "cpu":
+        parts.append("torch.compile")
+    return ", ".join([*parts, "env start"])
 
-    def __init__(self, total: int, *, start: int = 0, label: str = "train") -> None:
-        self.total, self.start, self.label = max(total, 1), start, label
-        self.started = time.perf_counter()
+
+class ConsoleProgress:
+    """A ``Progress`` callback for ``Trainer``: env steps, steps/s, ETA and the last test figure.
+
+    ``first_iteration``: the one-off work the first line names (``one_off_work``); ``interval_s`` (default
+    ``PLAIN_LINE_INTERVAL_S``) and ``clock`` (seconds): the plain lines' timer, without a terminal.
+    """
+
+    def __init__(self, total: int, *, start: int = 0, label: str = "train", first_iteration: str = "env start",
+                 interval_s: float | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
+        self.total, self.start, self.label, self.first_iteration = max(total, 1), start, label, first_iteration
+        self.interval_s = PLAIN_LINE_INTERVAL_S if interval_s is None else interval_s
+        self.clock = clock
+        self.started = clock()
         self._warm: tuple[float, int] | None = None  # (time, steps) at the end of the first iteration
         self._next_line = start
+        self._next_time = self.started
         self._bar: Any = None
         if sys.stderr.isatty():
             from rich.console import Console
@@ -57,10 +81,10 @@ class ConsoleProgress:
             self._bar.start()
 
     def _rate_and_eta(self, steps: int) -> tuple[str, str]:
-        now = time.perf_counter()
+        now = self.clock()
         if self._warm is None:
             self._warm = (now, steps)
-            return "warming up", f"first iteration {now - self.started:,.1f} s (JIT compile, env start)"
+            return "warming up", f"first iteration {now - self.started:,.1f} s ({self.first_iteration})"
         t0, s0 = self._warm
         if steps <= s0 or now <= t0:
             return "warming up", ""
@@ -72,10 +96,12 @@ class ConsoleProgress:
         rate, eta = self._rate_and_eta(steps)
         if self._bar is not None:
             self._bar.update(self._task, completed=min(steps, self.total), rate=rate, eta=eta, test=test_figure(info))
-        elif steps >= self._next_line:
+        elif steps >= self._next_line or self.clock() >= self._next_time:
             print(f"[{self.label}] {steps:,}/{self.total:,} steps  {rate}  {eta}  eps {info['epsilon']:.3f}  "
                   f"{test_figure(info)}".rstrip(), file=sys.stderr, flush=True)
+            # the next line when 10 % of the run or interval_s has passed since this one, whichever comes first
             self._next_line = steps + self.total / LINES_PER_RUN
+            self._next_time = self.clock() + self.interval_s
 
     def close(self) -> None:
         if self._bar is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import errno
+import hashlib
 import importlib.util
 import json
 import os
@@ -19,7 +20,7 @@ from typing import Any
 
 import torch
 
-from semzoo.config import TrainConfig
+from semzoo.config import TrainConfig, is_smax
 from semzoo.run.checkpoint import CheckpointError, CheckpointManager, load_checkpoint, save_checkpoint, write_atomic
 from semzoo.run.provenance import write_provenance
 from semzoo.runfiles import (
@@ -237,18 +238,58 @@ def write_final(run_dir: Path, final: dict[str, Any]) -> None:
     write_atomic(run_dir / FINAL_FILE, json.dumps(final, indent=2).encode())
 
 
+RUN_NAME_ENV_ARGS_CHARS = 80
+"""The longest env-argument part of a default run name; a longer one is cut and ends with a hash of them all."""
+REPEAT_SUFFIX = "_run"
+"""A default name already holding a run gets ``_run2``, ``_run3`` ...: a suffix no one reads as a seed range."""
+
+
+def _folder_safe(text: str) -> str:
+    """``text`` with each run of characters unsafe in a folder name (all but letters, digits and ``-_.=``) as one _."""
+    out: list[str] = []
+    for ch in text:
+        safe = ch if ch.isalnum() or ch in "-_.=" else "_"
+        if not (safe == "_" and out and out[-1] == "_"):
+            out.append(safe)
+    return "".join(out)
+
+
+def _compact_json(value: Any) -> str:
+    """``value`` as compact JSON without brackets, braces or quotes: ``[[5, 0], [0, 3]]`` -> ``5,0,0,3``."""
+    return "".join(ch for ch in json.dumps(value, separators=(",", ":")) if ch not in '[]{}"')
+
+
+def run_name_env_args(config: TrainConfig) -> list[str]:
+    """The env arguments a default run name shows, ``key=value`` sorted by key (``['fixed_starts=true']``): all the
+    run's but the SMAX profile its map gets by default (``semzoo.resolution.with_env_profile``), which every run on
+    the map has; each made folder-safe, and cut with a hash past ``RUN_NAME_ENV_ARGS_CHARS`` characters in all."""
+    args = dict(config.env_args)
+    if is_smax(config.env) and "profile" in args:
+        from semzoo.envs.smac_rules import default_profile
+
+        if args["profile"] == default_profile(config.env.partition(":")[2]):
+            del args["profile"]
+    texts = [_folder_safe(f"{key}={_compact_json(value)}").strip("_") for key, value in sorted(args.items())]
+    if len("_".join(texts)) <= RUN_NAME_ENV_ARGS_CHARS:
+        return texts
+    digest = hashlib.sha1(json.dumps(args, sort_keys=True).encode()).hexdigest()[:8]
+    return ["_".join(texts)[:RUN_NAME_ENV_ARGS_CHARS - len(digest) - 1].rstrip("_") + "_" + digest]
+
+
 def default_run_name(config: TrainConfig, variant: Sequence[str] = ()) -> str:
-    """<env>_<algo>_seed<seed>, with characters unsafe in a folder name replaced by _; a sweep's grid puts the
-    settings it varies (``setting_text``, those off the defaults) before the seed: ``smax_2s3z_sem-qmix_lam=0.3_seed0``."""
+    """<env>_<algo>_seed<seed>, with characters unsafe in a folder name replaced by _; the env arguments the run
+    was given (``run_name_env_args``) come after the algorithm, and a sweep's grid puts the settings it varies
+    (``setting_text``, those off the defaults) after them: ``matrix_custom_qmix_payoff=5_0_0_3_seed0``,
+    ``smax_2s3z_sem-qmix_lam=0.3_seed0``."""
     safe_env = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in config.env)
-    return "_".join([safe_env, config.algo, *variant, f"seed{config.seed}"])
+    return "_".join([safe_env, config.algo, *run_name_env_args(config), *variant, f"seed{config.seed}"])
 
 
 def new_run_dir(config: TrainConfig) -> Path:
     """Where a new run of ``config`` goes: ``<out>/<run_name>``.
 
-    Without a ``run_name`` the default name ``<env>_<algo>_seed<seed>`` gets ``-2``, ``-3`` ... when a
-    run is already there, so the same command can be run again (the README's main job); an explicit
+    Without a ``run_name`` the default name ``<env>_<algo>[_<env args>]_seed<seed>`` gets ``_run2``, ``_run3`` ...
+    when a run is already there, so the same command can be run again (the README's main job); an explicit
     ``run_name`` is taken as given (and refused later if it already holds a run).
     """
     out = Path(config.out)
@@ -258,7 +299,7 @@ def new_run_dir(config: TrainConfig) -> Path:
     candidate, n = out / name, 1
     while (candidate / CONFIG_FILE).exists():
         n += 1
-        candidate = out / f"{name}-{n}"
+        candidate = out / f"{name}{REPEAT_SUFFIX}{n}"
     return candidate
 
 

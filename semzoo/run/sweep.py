@@ -99,9 +99,9 @@ def plan_trials(*, envs: Sequence[str], algos: Sequence[str], seeds: Sequence[in
     """The grid as validated configs, env-major; ValueError on a bad env/algo/override before anything runs.
 
     ``grid`` adds axes: each combination of its values (``{"memory.lam": [0, 0.1, 0.3]}``) is a cell of every
-    (env, algo). A trial is named ``<env>_<algo>[_<setting>...]_seed<seed>`` with the grid settings that differ
-    from the defaults (``smax_2s3z_sem-qmix_lam=0.3_seed0``), so the default value's trials are the plain
-    sweep's runs. Memory axes leave algorithms without episodic memory at one cell.
+    (env, algo). A trial is named ``<env>_<algo>[_<env arg>...][_<setting>...]_seed<seed>`` (``default_run_name``)
+    with the grid settings that differ from the defaults (``smax_2s3z_sem-qmix_lam=0.3_seed0``), so the default
+    value's trials are the plain sweep's runs. Memory axes leave algorithms without episodic memory at one cell.
     """
     if not envs or not algos or not seeds:
         raise ValueError(f"envs={list(envs)}, algos={list(algos)}, seeds={list(seeds)}: expected at least one of each")

@@ -630,9 +630,10 @@ def resume(run_dir: str | Path, *, steps: int | None = None, keep_checkpoints: i
 def _run_to_end(trainer: Trainer, progress: Progress | bool) -> dict[str, float]:
     console = None
     if progress is True:
-        from semzoo.run.progress import ConsoleProgress
+        from semzoo.run.progress import ConsoleProgress, one_off_work
 
-        console = ConsoleProgress(trainer.config.steps, start=trainer.counters.env_steps)
+        console = ConsoleProgress(trainer.config.steps, start=trainer.counters.env_steps,
+                                  first_iteration=one_off_work(trainer.config))
         trainer.progress = console
     elif progress is not False:
         trainer.progress = progress
