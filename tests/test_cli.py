@@ -80,6 +80,47 @@ def test_console_usage_errors_are_one_line_with_exit_2(args, needle):
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
 
 
+# --- integer flags read numbers written as floats (1e6) when they are whole ---
+
+def integer_flags() -> list[tuple[str, str]]:
+    """(command, flag) of every option of every command that takes an integer (its placeholder INTEGER)."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    return [(name, param.opts[0]) for name, command in sorted(group.commands.items()) for param in command.params
+            if getattr(param, "metavar", None) == "INTEGER"]
+
+
+def test_the_integer_flags_are_found():
+    flags = integer_flags()
+    assert {("train", "--memory-capacity"), ("train", "--steps"), ("evaluate", "--episodes"),
+            ("memory-cost", "--agents"), ("sweep", "--seeds"), ("report", "--reps")} <= set(flags)
+
+
+@pytest.mark.parametrize(("command", "flag"), integer_flags())
+def test_every_integer_flag_refuses_a_fraction_naming_it(command, flag):
+    result = invoke(command, flag, "1.5e0")
+    assert result.exit_code == 2, result.output
+    assert flag in result.output and "1.5e0 is not a whole number" in result.output, result.output
+
+
+def test_memory_capacity_written_as_the_docs_write_it_trains(tmp_path):
+    result = invoke("train", "--env", "matrix:two_step", "--memory-capacity", "1e6", "--steps", "2e1",
+                    "--test-episodes", "2e0", "--out", str(tmp_path), "--run-name", "run", "--no-tensorboard")
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert (config["memory"]["capacity"], config["steps"], config["test_episodes"]) == (1_000_000, 20, 2)
+
+
+def test_memory_cost_and_evaluate_read_whole_numbers_written_as_floats(tmp_path):
+    cost = invoke("memory-cost", "--agents", "3e0", "--actions", "9", "--state-size", "48", "--memory-capacity", "1e6")
+    assert cost.exit_code == 0, cost.output
+    assert invoke("train", "--env", "matrix:two_step", "--steps", "20", "--out", str(tmp_path), "--run-name", "run",
+                  "--no-tensorboard").exit_code == 0
+    replay = invoke("evaluate", str(tmp_path / "run"), "--episodes", "1e1")
+    assert replay.exit_code == 0 and "10 greedy episodes" in replay.output, replay.output
+
+
 # --- `train`'s flags are the config's fields ---
 
 def train_command():
@@ -166,7 +207,8 @@ def captured_config(monkeypatch, tmp_path):
         return tmp_path, {"test_return_mean": 0.0}
 
     monkeypatch.setattr(semzoo.run.trainer, "train", fake_train)
-    monkeypatch.setattr(semzoo.cli.training, "_check_env", lambda config: None)
+    monkeypatch.setattr(semzoo.cli.training, "_check_env", lambda config, typed=None: None)
+    monkeypatch.setattr(semzoo.cli.training, "_check_env_args", lambda config, typed: None)  # judges env args
     monkeypatch.setattr(semzoo.cli.training, "_memory_plan", lambda config, runs=1, label="": config)  # it builds the env
     monkeypatch.setattr(semzoo.cli.training, "_report", lambda *args: None)
     return configs

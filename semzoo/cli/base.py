@@ -90,6 +90,35 @@ def _exit_when_stopped() -> Iterator[None]:
         raise typer.Exit(stop.exit_code) from None
 
 
+INTEGER = "INTEGER"
+"""The placeholder of an integer flag's value in the help."""
+
+
+def whole_number(value: Any) -> int:
+    """An integer flag's value: an integer (``5000``, ``5_000``) or a number written as a float that is whole
+    (``5e3``, ``1e6``, as the docs write |Q^S|); anything else is a usage error naming the value."""
+    if isinstance(value, int) and not isinstance(value, bool):  # a default
+        return value
+    text = str(value).strip().replace("_", "")
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a number: expected a whole number such as 5000 or 5e3") from None
+    if not number.is_integer():  # 1.5e0, inf, nan
+        raise typer.BadParameter(f"{value} is not a whole number: expected an integer such as 5000 or 5e3")
+    return int(number)
+
+
+def integer_option(default: Any, *flags: str, **kwargs: Any) -> Any:
+    """``typer.Option`` for an integer flag: its value read by ``whole_number`` (so 1e6 is 1000000), INTEGER in the
+    help."""
+    return typer.Option(default, *flags, parser=whole_number, metavar=INTEGER, **kwargs)
+
+
 def parse_env_args(pairs: list[str], flag: str = "--env-arg") -> dict[str, Any]:
     """['payoff=[[1,0],[0,1]]', 'k=-10'] -> {'payoff': [[1, 0], [0, 1]], 'k': -10}.
 

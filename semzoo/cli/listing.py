@@ -13,6 +13,7 @@ from semzoo.cli.base import (
     USAGE_ERROR,
     app,
     fail,
+    integer_option,
     parse_env_args,
 )
 from semzoo.config import MemoryConfig
@@ -133,18 +134,18 @@ def envs() -> None:
 def memory_cost(
     target: str | None = typer.Argument(None, help="A SMAC map (2c_vs_64zg, 27m_vs_30m, ...) or an env id "
                                            "(matrix:climbing, pz:<module>:<factory>); or give --agents/--actions/--state-size."),
-    agents: int | None = typer.Option(None, metavar="INTEGER", help="Number of agents n (instead of a map or env id)."),
-    actions: int | None = typer.Option(None, metavar="INTEGER",
+    agents: int | None = integer_option(None, help="Number of agents n (instead of a map or env id)."),
+    actions: int | None = integer_option(None,
                                        help="Actions per agent |U| (instead of a map or env id)."),
-    state_size: int | None = typer.Option(None, metavar="INTEGER",
+    state_size: int | None = integer_option(None,
                                           help="Global state size F (instead of a map or env id)."),
-    obs_size: int | None = typer.Option(None, metavar="INTEGER",
+    obs_size: int | None = integer_option(None,
                                         help="One agent's observation size, for the curiosity networks of EMC "
                                         "and EMU (with --agents/--actions/--state-size; default: the state size F)."),
     capacity: float = typer.Option(float(MemoryConfig.capacity), "--memory-capacity", metavar="FLOAT",
                                    help="Entries per table |Q|, as `train --memory-capacity` (the paper: 1e6; "
                                    "scientific notation allowed)."),
-    proj_dim: int = typer.Option(MemoryConfig.proj_dim, metavar="INTEGER",
+    proj_dim: int = integer_option(MemoryConfig.proj_dim,
                                  help="Random-projection size D, as `train --proj-dim` (the paper: 4)."),
     env_arg: list[str] = typer.Option([], metavar="KEY=VALUE", help="Passed to the env factory (VALUE parsed as "
                                       "JSON, else a string); repeatable."),

@@ -12,7 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperCommand
 
-from semzoo.cli.base import CLI_ONLY_OPTIONS, RESUME_FLAGS, parse_env_args
+from semzoo.cli.base import CLI_ONLY_OPTIONS, RESUME_FLAGS, parse_env_args, whole_number
 from semzoo.config import (
     CLI,
     FLAG,
@@ -121,6 +121,14 @@ def _is_dict(kind: Any) -> bool:
     return (typing.get_origin(kind) or kind) is dict
 
 
+def _is_int(kind: Any) -> bool:
+    """Whether a config field's type is ``int`` or ``int | None``."""
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in args:
+        kind = next(arg for arg in args if arg is not type(None))
+    return kind is int
+
+
 METAVARS = {int: "INTEGER", float: "FLOAT", str: "TEXT"}
 """The placeholder of a value in the help: click's words, in capitals like KEY=VALUE and MODULE."""
 
@@ -151,7 +159,9 @@ def _train_parameters(fields: Sequence[ConfigField], flags: dict[str, str]) -> l
             decls = [f"{flag}/--no-{flag[2:]}"]
         if RANGE in f.metadata:
             help_text += f" Range: {range_text(f.metadata[RANGE])}."
-        option = typer.Option(default, *decls, help=help_text, metavar=_metavar(f.type), rich_help_panel=panel_of(f))
+        parser = whole_number if _is_int(f.type) else None  # 1e6 is 1000000, as the docs write |Q^S|
+        option = typer.Option(default, *decls, help=help_text, metavar=_metavar(f.type), rich_help_panel=panel_of(f),
+                              parser=parser)
         params.append(inspect.Parameter(_param_name(f), keyword, default=option, annotation=annotation))
     resume_flags = ", ".join(flags[key] for key in RESUME_FLAGS if key in flags)
     params.append(inspect.Parameter("resume", keyword, annotation=list[str], default=typer.Option(

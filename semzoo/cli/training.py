@@ -23,6 +23,7 @@ from semzoo.cli.base import (
     _warnings_now,
     app,
     fail,
+    integer_option,
     parse_env_args,
 )
 from semzoo.cli.options import (
@@ -310,9 +311,9 @@ def _resume(run_dir: str, changes: dict[str, Any], tensorboard: bool) -> None:
 @app.command()
 def evaluate(
     run_dir: str = typer.Argument(..., help="A run directory made by `semzoo train`."),
-    episodes: int | None = typer.Option(None, metavar="INTEGER",
+    episodes: int | None = integer_option(None,
                                         help="Greedy episodes (default: the run's test_episodes)."),
-    seed: int | None = typer.Option(None, metavar="INTEGER",
+    seed: int | None = integer_option(None,
                                     help="Seed of the evaluation episodes (default: the run's test stream)."),
     device: str | None = typer.Option(None, metavar="DEVICE", help="auto, cpu, cuda (default: the run's)."),
     best: bool = typer.Option(False, "--best", help="Evaluate the run's best checkpoint (best.ckpt: the agent of "
@@ -356,18 +357,18 @@ def evaluate(
 def sweep(
     envs: str = typer.Option(..., metavar="ENV,ENV,...", help="Comma-separated env ids, e.g. matrix:climbing,smax:3m."),
     algos: str = typer.Option(..., metavar="ALGO,ALGO,...", help="Comma-separated algorithm ids, e.g. qmix,sem-qmix."),
-    seeds: int = typer.Option(5, metavar="INTEGER", help="Seeds per (env, algo): 0 .. seeds-1."),
-    steps: int = typer.Option(DEFAULT_STEPS, metavar="INTEGER", help="Environment steps per trial."),
+    seeds: int = integer_option(5, help="Seeds per (env, algo): 0 .. seeds-1."),
+    steps: int = integer_option(DEFAULT_STEPS, help="Environment steps per trial."),
     out: str = typer.Option("runs/sweep", metavar="DIR",
                             help="Folder of the trials' run directories (shared by all nodes)."),
     address: str | None = typer.Option(None, metavar="ADDRESS",
                                        help="Ray cluster address (e.g. auto, ray://head:10001); "
                                           "default: an embedded local Ray."),
-    max_retries: int = typer.Option(2, metavar="INTEGER",
+    max_retries: int = integer_option(2,
                                     help="Retries of a failed trial, each from its last checkpoint."),
     cpus_per_trial: float = typer.Option(1.0, metavar="FLOAT",
                                          help="CPUs reserved per trial (torch threads = its integer part)."),
-    num_cpus: int | None = typer.Option(None, metavar="INTEGER", help="CPUs of the embedded local Ray (default: all)."),
+    num_cpus: int | None = integer_option(None, help="CPUs of the embedded local Ray (default: all)."),
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="A config override (VALUE parsed as "
                                    "JSON), e.g. test_interval=5000 or learner.batch_size=16; repeatable."),
     grid: list[str] = typer.Option([], "--grid", metavar="KEY=V1,V2,...",
