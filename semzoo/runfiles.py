@@ -59,18 +59,36 @@ PRESET_KEY = "preset"
 """The config key of a run's preset; ``run_variant`` shows it in place of the fields the preset set."""
 
 
-def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
-    """The rows of a run's metrics.csv with numbers parsed; a half-written last row (killed run) is skipped."""
+def read_metrics(run_dir: str | Path, bad_rows: list[tuple[int, str]] | None = None) -> list[dict[str, Any]]:
+    """The rows of a run's metrics.csv with numbers parsed.
+
+    A half-written last row (the file does not end with a newline: a run killed while writing it, a copy cut short) is
+    left out, as is any other row that does not parse; where ``bad_rows`` is given, each of those others is appended
+    to it as (its line number in the file, its text), so a reader can name them.
+    """
+    text = (Path(run_dir) / METRICS_FILE).read_text()
+    lines = text.splitlines()
+    if text and not text.endswith(("\n", "\r")):
+        lines = lines[:-1]  # the cut row: ``metrics_cut_line`` names it
     rows = []
-    with (Path(run_dir) / METRICS_FILE).open(newline="") as f:
-        for r in csv.DictReader(f):
-            try:
-                rows.append({"env_steps": int(r["env_steps"]), "episodes": int(r["episodes"]),
-                             "updates": int(r["updates"]), "wall_time": float(r["wall_time"]), "name": r["name"],
-                             "value": float(r["value"])})
-            except (TypeError, ValueError):
-                continue
+    reader = csv.DictReader(lines)
+    for r in reader:
+        try:
+            rows.append({"env_steps": int(r["env_steps"]), "episodes": int(r["episodes"]),
+                         "updates": int(r["updates"]), "wall_time": float(r["wall_time"]), "name": r["name"],
+                         "value": float(r["value"])})
+        except (TypeError, ValueError):
+            if bad_rows is not None:
+                bad_rows.append((reader.line_num, lines[reader.line_num - 1]))
     return rows
+
+
+def metrics_cut_line(run_dir: str | Path) -> int | None:
+    """The line number of the row a run's metrics.csv ends inside (it does not end with a newline), else None."""
+    text = (Path(run_dir) / METRICS_FILE).read_text()
+    if not text or text.endswith(("\n", "\r")):
+        return None
+    return len(text.splitlines())
 
 
 def read_provenance(run_dir: str | Path) -> dict[str, Any] | None:
