@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -431,6 +433,46 @@ def test_a_plugin_module_that_does_not_import_is_one_line(monkeypatch, fresh_reg
         monkeypatch.setenv("SEMZOO_PLUGINS", "no_such_plugin_module")
         result = invoke("algos")
     assert_missing_part(result, "plugin module 'no_such_plugin_module' cannot be imported", "PYTHONPATH")
+
+
+@pytest.mark.parametrize("error", ["raise RuntimeError('boom at import')", "1 / 0", "def broken(:"])
+def test_a_plugin_that_raises_anything_on_import_is_one_line_naming_it(monkeypatch, tmp_path, fresh_registries, error):
+    (tmp_path / "raising_plugin.py").write_text(f"import semzoo\n\n{error}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "raising_plugin", raising=False)
+    result = invoke("--plugin", "raising_plugin", "algos")
+    assert_missing_part(result, "plugin module 'raising_plugin' failed while importing", "line 3")
+    assert "raising_plugin.py line 3" in result.stderr
+
+
+PATH_PLUGIN = """import functools
+
+import semzoo
+from semzoo.envs import matrix_game_v0
+
+semzoo.register_env("path_plugin_game", functools.partial(matrix_game_v0.parallel_env, "climbing"))
+"""
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_plugin_given_as_a_file_is_imported_before_or_after_the_command(monkeypatch, tmp_path, fresh_registries,
+                                                                          where):
+    from semzoo.envs.registry import registered_factory
+
+    (tmp_path / "path_plugin.py").write_text(PATH_PLUGIN)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "path_plugin", raising=False)
+    flags = ["--plugin", "./path_plugin.py"]
+    result = invoke(*flags, "algos") if where == "before" else invoke("algos", *flags)
+    assert result.exit_code == 0, result.output
+    assert registered_factory("path_plugin_game") is not None
+    assert os.environ["SEMZOO_PLUGINS"] == str(tmp_path / "path_plugin.py")  # absolute: a child finds it too
+    sys.modules.pop("path_plugin", None)
+
+
+def test_a_plugin_file_that_does_not_exist_says_what_plugin_takes(fresh_registries):
+    assert_missing_part(invoke("--plugin", "./no_such_file.py", "algos"), "plugin file", "does not exist",
+                        "--plugin my_memory")
 
 
 def test_an_import_error_inside_a_users_env_factory_is_one_line(monkeypatch, tmp_path, fresh_registries):

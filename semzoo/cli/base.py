@@ -34,6 +34,11 @@ class _Commands(TyperGroup):
     environment (an extra, StarCraft II, a plugin module), not a bug to show as a traceback.
     """
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """``--plugin MODULE`` is the group's option, and may also come after the command (``semzoo algos --plugin
+        X``): each is moved before it, in order."""
+        return super().parse_args(ctx, _plugins_first(args))
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
@@ -42,6 +47,31 @@ class _Commands(TyperGroup):
         except ImportError as err:  # an import outside semzoo's optional-import sites (a user's factory, say)
             reason = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
             fail(f"{reason}: a module did not import; install it (or put it on PYTHONPATH) and run again")
+
+
+PLUGIN_FLAG = "--plugin"
+
+
+def _plugins_first(args: list[str]) -> list[str]:
+    """``args`` with every ``--plugin X`` / ``--plugin=X`` moved to the front, in order (up to a ``--``)."""
+    plugins: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if arg == PLUGIN_FLAG and i + 1 < len(args):
+            plugins += args[i:i + 2]
+            i += 2
+            continue
+        if arg.startswith(PLUGIN_FLAG + "="):
+            plugins.append(arg)
+        else:
+            rest.append(arg)
+        i += 1
+    return plugins + rest
 
 
 app = typer.Typer(
