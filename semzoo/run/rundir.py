@@ -36,6 +36,7 @@ from semzoo.runfiles import (
     LOCK_FILE,
     METRIC_FIELDS,
     METRICS_FILE,
+    PLUGINS_FILE,
     TENSORBOARD_DIR,
     read_run_config,
     stored_config_dict,
@@ -291,12 +292,32 @@ def open_run_dir(run_dir: Path, config: TrainConfig, best: dict[str, Any] | None
     write_atomic(run_dir / CONFIG_FILE, json.dumps(config.to_dict(), indent=2).encode())
     if not resumed:
         write_provenance(run_dir, device, resumed=False, env_steps=env_steps)
+        write_plugins(run_dir, config)
     (run_dir / FINAL_FILE).unlink(missing_ok=True)
     write_best(run_dir, best)
     logger = MetricsLogger(run_dir / METRICS_FILE, fresh=not resumed)
     if tensorboard and importlib.util.find_spec("tensorboard") is not None:
         logger.add_tensorboard(run_dir / TENSORBOARD_DIR, purge_step=env_steps + 1 if resumed else None)
     return logger
+
+
+def plugin_parts(config: TrainConfig) -> dict[str, str]:
+    """The run's parts that a plugin registered, part -> the plugin as given to --plugin (``plugins.plugin_of``):
+    its memory, mixer, algorithm row and env."""
+    from semzoo.algos import parse_algorithm
+    from semzoo.plugins import plugin_of
+
+    algo = parse_algorithm(config.algo)
+    parts = {"memory": ("memory", algo.memory), "mixer": ("mixer", algo.mixer),
+             "algorithm": ("algorithm", algo.algorithm.name), "env": ("env", config.env)}
+    return {part: plugin for part, (kind, name) in parts.items() if (plugin := plugin_of(kind, name)) is not None}
+
+
+def write_plugins(run_dir: Path, config: TrainConfig) -> None:
+    """Write ``PLUGINS_FILE`` for a new run that uses a plugin's part (nothing otherwise)."""
+    parts = plugin_parts(config)
+    if parts:
+        write_atomic(run_dir / PLUGINS_FILE, json.dumps({"components": parts}, indent=2).encode())
 
 
 def record_session(run_dir: Path, device: torch.device, env_steps: int) -> None:
