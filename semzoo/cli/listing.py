@@ -47,6 +47,7 @@ def algos(ctx: typer.Context) -> None:
     Each row of the table (mixer, learner), and the episodic memories that prefix it.
     """
     from semzoo.algos import NO_MEMORY, algorithm_ids, parse_algorithm
+    from semzoo.cli.options import setting_help
     from semzoo.config import BUILTIN_COMPONENTS, component_fields, registered_components
     from semzoo.episodic.memory import memory_description, memory_names
 
@@ -80,7 +81,7 @@ def algos(ctx: typer.Context) -> None:
     for f in component_fields():
         if f.section not in BUILTIN_COMPONENTS:
             shown = f"{f.key}={json.dumps(f.default)}"
-            echo(f"  {shown:<{width + 16}}{f.help}", hang=2 + width + 16)
+            echo(f"  {shown:<{width + 16}}{setting_help(f)}", hang=2 + width + 16)
     typer.echo("")
     from semzoo.presets import describe_presets
 
@@ -216,8 +217,9 @@ def memory_cost(
                          proj_dim=proj_dim)
     typer.echo(f"every memory at its largest (|Q| entries, its networks and optimisers; observation size {obs_dim}), "
                "as the memory plan of `semzoo train` counts it:")
+    column = max(len("memory"), *(len(name) for name in costs)) + 2  # a plugin's name may be longer than sem's
     for name, nbytes in costs.items():
-        typer.echo(f"  {name:<6}{format_gb(nbytes):<12}({nbytes:,} bytes)")
+        typer.echo(f"  {name:<{column}}{format_gb(nbytes):<12}({nbytes:,} bytes)")
     raw = RAW_STATE_BYTES_PER_DIM * state_dim
     if "emu" in costs:
         typer.echo(f"of which EMU's raw states (kept to re-embed its keys): F float32 = {raw:,} bytes per entry, "

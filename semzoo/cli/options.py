@@ -90,6 +90,36 @@ class _PanelledCommand(TyperCommand):
             note = PANEL_NOTES.get(panel)
             with formatter.section(f"{panel} options" + (f" ({note})" if note else "")):
                 formatter.write_dl([record for _, record in sorted(panels[panel])])
+        plugin_rows = plugin_help_rows()
+        if plugin_rows:
+            with formatter.section(f"{PLUGIN_PANEL} (from --plugin; a setting is given with --set KEY=VALUE)"):
+                formatter.write_dl(plugin_rows)
+
+
+PLUGIN_PANEL = "Plugin memories and settings"
+
+
+def plugin_help_rows() -> list[tuple[str, str]]:
+    """`train --help`'s rows for what the plugins imported add: each memory not semzoo's own (its ids' prefix,
+    description and module) and each setting of a plugin's memory or mixer (its --set key, help, range and default), as `semzoo algos` lists
+    them."""
+    from semzoo.config import BUILTIN_COMPONENTS, component_fields
+    from semzoo.episodic.memory import is_builtin_memory, memory_class, memory_description, memory_names
+
+    rows = [(f"--algo {name}-<base>", f"{memory_description(name)} (module {memory_class(name).__module__})")
+            for name in memory_names() if not is_builtin_memory(name)]
+    for f in component_fields():
+        if f.section not in BUILTIN_COMPONENTS:
+            rows.append((f"--set {f.key}=VALUE", f"{setting_help(f)}  [default: {f.default}]"))
+    return rows
+
+
+def setting_help(f: ConfigField) -> str:
+    """A setting's help: its docstring and, for a number, its range (as a flag's in `train --help`)."""
+    text = f.help.rstrip()
+    if RANGE in f.metadata:
+        text += f"{'' if text.endswith('.') or not text else '.'} Range: {range_text(f.metadata[RANGE])}."
+    return text
 
 
 def option_flags(fields: Sequence[ConfigField]) -> dict[str, str]:
