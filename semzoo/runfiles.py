@@ -138,8 +138,9 @@ def plugin_flags(plugins: Sequence[str]) -> str:
 def missing_plugins(run_dir: str | Path) -> str | None:
     """"this run's memory comes from module maxmean_memory: add --plugin maxmean_memory" where a plugin a run's part
     came from is not imported in this process, else None. Imports nothing: the user names the plugin to import."""
-    from semzoo.plugins import is_plugin_file, plugin_loaded
+    from semzoo.plugins import is_plugin_file, load_plugins, plugin_loaded
 
+    load_plugins()  # the plugins the user named (SEMZOO_PLUGINS, entry points), not yet imported: never the run's
     missing = {part: plugin for part, plugin in run_plugins(run_dir).items() if not plugin_loaded(plugin)}
     if not missing:
         return None

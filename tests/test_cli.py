@@ -470,6 +470,11 @@ def test_a_plugin_given_as_a_file_is_imported_before_or_after_the_command(monkey
     sys.modules.pop("path_plugin", None)
 
 
+def test_a_plugin_flag_without_a_value_is_one_usage_line():
+    result = invoke("algos", "--plugin")
+    assert result.exit_code == 2 and "--plugin needs a value" in result.output, result.output
+
+
 def test_a_plugin_file_that_does_not_exist_says_what_plugin_takes(fresh_registries):
     assert_missing_part(invoke("--plugin", "./no_such_file.py", "algos"), "plugin file", "does not exist",
                         "--plugin my_memory")

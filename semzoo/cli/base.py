@@ -37,6 +37,8 @@ class _Commands(TyperGroup):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         """``--plugin MODULE`` is the group's option, and may also come after the command (``semzoo algos --plugin
         X``): each is moved before it, in order."""
+        if args and args[-1] == PLUGIN_FLAG:
+            ctx.fail(f"{PLUGIN_FLAG} needs a value: a module name or a Python file, e.g. {PLUGIN_FLAG} my_memory")
         return super().parse_args(ctx, _plugins_first(args))
 
     def invoke(self, ctx: Any) -> Any:
