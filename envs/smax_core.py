@@ -23,8 +23,15 @@ from typing import Any
 import numpy as np
 
 from semzoo.envs import smac_rules
-from semzoo.envs.maps import UnknownMapError
 from semzoo.envs.smac_rules import Options
+from semzoo.envs.smax_args import (  # noqa: F401 - ATTACK_MODES, RUN_OWNED_ARGS, check_run_env_args: their old home
+    ATTACK_MODES,
+    RUN_OWNED_ARGS,
+    check_episode_limit,
+    check_map,
+    check_options,
+    check_run_env_args,
+)
 from semzoo.errors import MissingDependency
 from semzoo.types import CTDEArrays, StateLayout
 
@@ -74,8 +81,6 @@ SMAX_MOVE_FOR_SMAC_MOVE = (0, 2, 1, 3)
 OBS_LOW, OBS_HIGH = -1.0, 1.0
 STATE_LOW, STATE_HIGH = 0.0, 1.0
 INSTALL_HINT = "pip install 'semzoo[smax]' (installs jaxmarl and jax)"
-ATTACK_MODES = ("closest", "random")
-"""How JaxMARL's heuristic enemy picks its target."""
 FIXED_START_SEED = 0
 """With ``fixed_starts``, every episode starts from the start state that SMAX's reset draws from this key: its
 spawn points plus one fixed draw of its start-position noise (units keep SMAX's spread, and stand where
@@ -96,9 +101,6 @@ REWARDS = smac_rules.OPTIONS["reward"]
 DEATH_VALUE, WIN_VALUE, NEGATIVE_SCALE, SCALE_RATE = 10.0, 200.0, 0.5, 20.0
 """SMAC's defaults that ``reward="deaths"`` uses: reward_death_value, reward_win, reward_negative_scale and
 reward_scale_rate (oxwhirl/smac starcraft2.py)."""
-RUN_OWNED_ARGS = {"seed": ("seeds its envs from the run's seed", "--seed"),
-                  "episode_limit": ("passes its own episode limit to the envs", "--episode-limit")}
-"""Arguments of ``parallel_env`` that a run sets from its config: (what the run does, the flag to use instead)."""
 
 
 def _require_jaxmarl() -> None:
@@ -365,41 +367,16 @@ def _team_reward(kind: str, env: Any, before: Any, after: Any, dense: jax.Array)
     return dense.astype(jnp.float32)
 
 
-def check_run_env_args(env_args: dict[str, Any]) -> None:
-    """ValueError for an env arg of ``smax:<map>`` that a run sets from its own config (seed, episode_limit).
-
-    ``parallel_env`` takes them (a single env has no run around it), ``SMAXVecEnv`` gets them from
-    the run: so a run refuses them up front, naming the flag that sets them.
-    """
-    for key, (what, flag) in RUN_OWNED_ARGS.items():
-        if key in env_args:
-            raise ValueError(f"--env-arg {key}={env_args[key]}: a SMAX run {what}; drop this --env-arg and use "
-                             f"{flag} {env_args[key]}")
-
-
-def _check_options(enemy_shoots: Any, attack_mode: Any) -> None:
-    if not isinstance(enemy_shoots, bool):
-        raise TypeError(f"enemy_shoots={enemy_shoots!r}: expected true or false; pass enemy_shoots=false to make "
-                         "the enemy passive")
-    if attack_mode not in ATTACK_MODES:
-        raise ValueError(f"attack_mode={attack_mode!r}: expected one of {', '.join(ATTACK_MODES)}")
-
-
 def _core(map_name: str, episode_limit: int | None, enemy_shoots: bool, attack_mode: str,
           options: Options) -> _Core:
     """The cached compiled core for this configuration (jit caches live on it, so compile once per key)."""
-    _check_options(enemy_shoots, attack_mode)
+    check_options(enemy_shoots, attack_mode)
     _require_jaxmarl()
-    if map_name not in MAP_NAME_TO_SCENARIO:
-        raise UnknownMapError(
-            f"SMAX has no map {map_name!r}; available: {', '.join(available_maps())} "
-            f"(for other SMAC maps use StarCraft II: env id 'smac:{map_name}')"
-        )
+    check_map(map_name, MAP_NAME_TO_SCENARIO)
     if options.needs_smac_map():
         smac_rules.smac_map_for(map_name)
     limit = smac_rules.episode_limit(map_name, options.time_limit) if episode_limit is None else episode_limit
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValueError(f"episode_limit must be a positive int, got {episode_limit!r}")
+    check_episode_limit(limit)
     key = (map_name, limit, bool(enemy_shoots), attack_mode, options)
     if key not in _CORES:
         _CORES[key] = _build_core(map_name, limit, bool(enemy_shoots), attack_mode, options)

@@ -38,6 +38,9 @@ BEST_FILE = "best.ckpt"
 ABSOLUTE_FILE = "absolute.json"
 LOCK_FILE = ".lock"
 PROVENANCE_FILE = "provenance.json"
+PLUGINS_FILE = "plugins.json"
+"""A run's plugins: ``{"components": {"memory": "maxmean_memory", ...}}``, the plugin (as given to --plugin) each of
+its parts came from; written only for a run that uses a plugin's part. Read as data: reading a run imports nothing."""
 UNKNOWN_COMMIT = "unknown"
 """The commit a provenance record names where git was absent or semzoo was not imported from a git checkout."""
 TENSORBOARD_DIR = "tensorboard"
@@ -59,18 +62,36 @@ PRESET_KEY = "preset"
 """The config key of a run's preset; ``run_variant`` shows it in place of the fields the preset set."""
 
 
-def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
-    """The rows of a run's metrics.csv with numbers parsed; a half-written last row (killed run) is skipped."""
+def read_metrics(run_dir: str | Path, bad_rows: list[tuple[int, str]] | None = None) -> list[dict[str, Any]]:
+    """The rows of a run's metrics.csv with numbers parsed.
+
+    A half-written last row (the file does not end with a newline: a run killed while writing it, a copy cut short) is
+    left out, as is any other row that does not parse; where ``bad_rows`` is given, each of those others is appended
+    to it as (its line number in the file, its text), so a reader can name them.
+    """
+    text = (Path(run_dir) / METRICS_FILE).read_text()
+    lines = text.splitlines()
+    if text and not text.endswith(("\n", "\r")):
+        lines = lines[:-1]  # the cut row: ``metrics_cut_line`` names it
     rows = []
-    with (Path(run_dir) / METRICS_FILE).open(newline="") as f:
-        for r in csv.DictReader(f):
-            try:
-                rows.append({"env_steps": int(r["env_steps"]), "episodes": int(r["episodes"]),
-                             "updates": int(r["updates"]), "wall_time": float(r["wall_time"]), "name": r["name"],
-                             "value": float(r["value"])})
-            except (TypeError, ValueError):
-                continue
+    reader = csv.DictReader(lines)
+    for r in reader:
+        try:
+            rows.append({"env_steps": int(r["env_steps"]), "episodes": int(r["episodes"]),
+                         "updates": int(r["updates"]), "wall_time": float(r["wall_time"]), "name": r["name"],
+                         "value": float(r["value"])})
+        except (TypeError, ValueError):
+            if bad_rows is not None:
+                bad_rows.append((reader.line_num, lines[reader.line_num - 1]))
     return rows
+
+
+def metrics_cut_line(run_dir: str | Path) -> int | None:
+    """The line number of the row a run's metrics.csv ends inside (it does not end with a newline), else None."""
+    text = (Path(run_dir) / METRICS_FILE).read_text()
+    if not text or text.endswith(("\n", "\r")):
+        return None
+    return len(text.splitlines())
 
 
 def read_provenance(run_dir: str | Path) -> dict[str, Any] | None:
@@ -98,6 +119,38 @@ def run_commits(run_dir: str | Path) -> list[str]:
     return commits
 
 
+def run_plugins(run_dir: str | Path) -> dict[str, str]:
+    """The plugins a run's parts came from, part -> plugin (``{"memory": "maxmean_memory"}``), from its
+    ``PLUGINS_FILE``; {} for a run without one (no plugin) or an unreadable one. Imports nothing."""
+    try:
+        data = json.loads((Path(run_dir) / PLUGINS_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    parts = data.get("components") if isinstance(data, dict) else None
+    return {str(k): str(v) for k, v in parts.items()} if isinstance(parts, dict) else {}
+
+
+def plugin_flags(plugins: Sequence[str]) -> str:
+    """'--plugin a --plugin b ' for the plugins (each once, in order); '' for none."""
+    return "".join(f"--plugin {plugin} " for plugin in dict.fromkeys(plugins))
+
+
+def missing_plugins(run_dir: str | Path) -> str | None:
+    """"this run's memory comes from module maxmean_memory: add --plugin maxmean_memory" where a plugin a run's part
+    came from is not imported in this process, else None. Imports nothing: the user names the plugin to import."""
+    from semzoo.plugins import is_plugin_file, load_plugins, plugin_loaded
+
+    load_plugins()  # the plugins the user named (SEMZOO_PLUGINS, entry points), not yet imported: never the run's
+    missing = {part: plugin for part, plugin in run_plugins(run_dir).items() if not plugin_loaded(plugin)}
+    if not missing:
+        return None
+    sources = [f"{part} comes from {'file' if is_plugin_file(plugin) else 'module'} {plugin}"
+               for part, plugin in missing.items()]
+    parts = "this run's " + " and its ".join(sources)
+    return (f"{parts}: add {plugin_flags(list(missing.values())).strip()} (from Python: import "
+            f"it first); {run_dir} names it in {PLUGINS_FILE}")
+
+
 def read_run_config(run_dir: str | Path) -> TrainConfig:
     """The resolved config stored in a run directory as written, its algorithm id not judged (that needs the
     algorithm table; ``semzoo.run.rundir.load_run_config`` judges it); ValueError naming the problem otherwise."""
@@ -107,6 +160,9 @@ def read_run_config(run_dir: str | Path) -> TrainConfig:
     path = run_dir / CONFIG_FILE
     if not path.exists():
         raise ValueError(f"{run_dir} has no {CONFIG_FILE}: expected a run directory made by `semzoo train`")
+    missing = missing_plugins(run_dir)
+    if missing is not None:  # its config names the plugin's settings and ids: say which plugin, not which keys
+        raise ValueError(missing)
     try:
         return TrainConfig.from_dict(stored_config_dict(json.loads(path.read_text())))
     except (json.JSONDecodeError, TypeError, ValueError) as err:

@@ -94,6 +94,7 @@ def fresh_registries(monkeypatch):
     monkeypatch.setattr(semzoo.algos, "_TABLE", dict(semzoo.algos._TABLE))
     monkeypatch.setattr(registry, "_registered", dict(registry._registered))
     monkeypatch.setattr(semzoo.plugins, "_loaded", set(semzoo.plugins._loaded))
+    monkeypatch.setattr(semzoo.plugins, "_origins", dict(semzoo.plugins._origins))
     monkeypatch.setattr(semzoo.config, "_COMPONENTS", dict(semzoo.config._COMPONENTS))
     monkeypatch.setenv(semzoo.plugins.PLUGINS_ENV, "")  # set, not deleted: monkeypatch restores only what it set
     monkeypatch.syspath_prepend(str(PLUGINS))

@@ -134,7 +134,8 @@ def test_a_run_without_wins_keeps_the_best_test_return_and_the_absolute_metric_r
 def test_absolute_metric_of_a_run_without_best_checkpoint_says_how_to_evaluate_it(tmp_path):
     run_dir, _ = train(two_step_config(tmp_path, steps=40), progress=False, tensorboard=False)
     (run_dir / BEST_FILE).unlink()
-    with pytest.raises(ValueError, match=r"has no best\.ckpt: it was trained before .*`semzoo evaluate`"):
+    with pytest.raises(ValueError, match=r"has no best\.ckpt \(a run writes it at its first test evaluation\); "
+                                         r"evaluate its last checkpoint with `semzoo evaluate "):
         absolute_metric(run_dir)
     out = CliRunner().invoke(app, ["evaluate", str(run_dir), "--best"])
     assert out.exit_code == 1 and "Traceback" not in out.output

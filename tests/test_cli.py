@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -78,6 +80,47 @@ def test_console_usage_errors_are_one_line_with_exit_2(args, needle):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
+
+
+# --- integer flags read numbers written as floats (1e6) when they are whole ---
+
+def integer_flags() -> list[tuple[str, str]]:
+    """(command, flag) of every option of every command that takes an integer (its placeholder INTEGER)."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    return [(name, param.opts[0]) for name, command in sorted(group.commands.items()) for param in command.params
+            if getattr(param, "metavar", None) == "INTEGER"]
+
+
+def test_the_integer_flags_are_found():
+    flags = integer_flags()
+    assert {("train", "--memory-capacity"), ("train", "--steps"), ("evaluate", "--episodes"),
+            ("memory-cost", "--agents"), ("sweep", "--seeds"), ("report", "--reps")} <= set(flags)
+
+
+@pytest.mark.parametrize(("command", "flag"), integer_flags())
+def test_every_integer_flag_refuses_a_fraction_naming_it(command, flag):
+    result = invoke(command, flag, "1.5e0")
+    assert result.exit_code == 2, result.output
+    assert flag in result.output and "1.5e0 is not a whole number" in result.output, result.output
+
+
+def test_memory_capacity_written_as_the_docs_write_it_trains(tmp_path):
+    result = invoke("train", "--env", "matrix:two_step", "--memory-capacity", "1e6", "--steps", "2e1",
+                    "--test-episodes", "2e0", "--out", str(tmp_path), "--run-name", "run", "--no-tensorboard")
+    assert result.exit_code == 0, result.output
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert (config["memory"]["capacity"], config["steps"], config["test_episodes"]) == (1_000_000, 20, 2)
+
+
+def test_memory_cost_and_evaluate_read_whole_numbers_written_as_floats(tmp_path):
+    cost = invoke("memory-cost", "--agents", "3e0", "--actions", "9", "--state-size", "48", "--memory-capacity", "1e6")
+    assert cost.exit_code == 0, cost.output
+    assert invoke("train", "--env", "matrix:two_step", "--steps", "20", "--out", str(tmp_path), "--run-name", "run",
+                  "--no-tensorboard").exit_code == 0
+    replay = invoke("evaluate", str(tmp_path / "run"), "--episodes", "1e1")
+    assert replay.exit_code == 0 and "10 greedy episodes" in replay.output, replay.output
 
 
 # --- `train`'s flags are the config's fields ---
@@ -166,7 +209,8 @@ def captured_config(monkeypatch, tmp_path):
         return tmp_path, {"test_return_mean": 0.0}
 
     monkeypatch.setattr(semzoo.run.trainer, "train", fake_train)
-    monkeypatch.setattr(semzoo.cli.training, "_check_env", lambda config: None)
+    monkeypatch.setattr(semzoo.cli.training, "_check_env", lambda config, typed=None: None)
+    monkeypatch.setattr(semzoo.cli.training, "_check_env_args", lambda config, typed: None)  # judges env args
     monkeypatch.setattr(semzoo.cli.training, "_memory_plan", lambda config, runs=1, label="": config)  # it builds the env
     monkeypatch.setattr(semzoo.cli.training, "_report", lambda *args: None)
     return configs
@@ -389,6 +433,51 @@ def test_a_plugin_module_that_does_not_import_is_one_line(monkeypatch, fresh_reg
         monkeypatch.setenv("SEMZOO_PLUGINS", "no_such_plugin_module")
         result = invoke("algos")
     assert_missing_part(result, "plugin module 'no_such_plugin_module' cannot be imported", "PYTHONPATH")
+
+
+@pytest.mark.parametrize("error", ["raise RuntimeError('boom at import')", "1 / 0", "def broken(:"])
+def test_a_plugin_that_raises_anything_on_import_is_one_line_naming_it(monkeypatch, tmp_path, fresh_registries, error):
+    (tmp_path / "raising_plugin.py").write_text(f"import semzoo\n\n{error}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "raising_plugin", raising=False)
+    result = invoke("--plugin", "raising_plugin", "algos")
+    assert_missing_part(result, "plugin module 'raising_plugin' failed while importing", "line 3")
+    assert "raising_plugin.py line 3" in result.stderr
+
+
+PATH_PLUGIN = """import functools
+
+import semzoo
+from semzoo.envs import matrix_game_v0
+
+semzoo.register_env("path_plugin_game", functools.partial(matrix_game_v0.parallel_env, "climbing"))
+"""
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_plugin_given_as_a_file_is_imported_before_or_after_the_command(monkeypatch, tmp_path, fresh_registries,
+                                                                          where):
+    from semzoo.envs.registry import registered_factory
+
+    (tmp_path / "path_plugin.py").write_text(PATH_PLUGIN)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "path_plugin", raising=False)
+    flags = ["--plugin", "./path_plugin.py"]
+    result = invoke(*flags, "algos") if where == "before" else invoke("algos", *flags)
+    assert result.exit_code == 0, result.output
+    assert registered_factory("path_plugin_game") is not None
+    assert os.environ["SEMZOO_PLUGINS"] == str(tmp_path / "path_plugin.py")  # absolute: a child finds it too
+    sys.modules.pop("path_plugin", None)
+
+
+def test_a_plugin_flag_without_a_value_is_one_usage_line():
+    result = invoke("algos", "--plugin")
+    assert result.exit_code == 2 and "--plugin needs a value" in result.output, result.output
+
+
+def test_a_plugin_file_that_does_not_exist_says_what_plugin_takes(fresh_registries):
+    assert_missing_part(invoke("--plugin", "./no_such_file.py", "algos"), "plugin file", "does not exist",
+                        "--plugin my_memory")
 
 
 def test_an_import_error_inside_a_users_env_factory_is_one_line(monkeypatch, tmp_path, fresh_registries):

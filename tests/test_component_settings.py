@@ -241,3 +241,26 @@ def test_a_built_in_memorys_flag_reaches_its_section_of_config_json(tmp_path):
 def test_a_built_in_memorys_setting_for_another_algorithm_is_one_usage_line(tmp_path, args, needle):
     one_line_usage_error(CliRunner().invoke(app, ["train", *TINY, *args, "--out", str(tmp_path)]), needle)
     assert not any(tmp_path.iterdir())
+
+
+def test_train_help_with_the_plugin_lists_its_memory_and_its_setting_with_range_and_default(toy):
+    help_text = " ".join(invoke("train", "--help").output.split())
+    assert "--algo best-<base> toy plugin: one value H" in help_text
+    assert ("--set best.bonus=VALUE The exploration bonus before any episode is stored; it decays as 1 / sqrt(1 + "
+            "episodes stored). Range: >= 0. [default: 0.01]") in help_text
+
+
+def test_algos_gives_a_plugin_settings_range_beside_its_docstring(toy):
+    listing = " ".join(invoke("algos").output.split())
+    assert ("best.bonus=0.01 The exploration bonus before any episode is stored; it decays as 1 / sqrt(1 + episodes "
+            "stored). Range: >= 0.") in listing
+
+
+def test_memory_cost_gives_a_long_memory_name_a_column_of_its_own(monkeypatch):
+    import semzoo.episodic.cost
+
+    monkeypatch.setattr(semzoo.episodic.cost, "memory_costs", lambda *args, **kw: {"sem": 10**8, "maxmean": 16})
+    out = CliRunner().invoke(app, ["memory-cost", "--agents", "3", "--actions", "9", "--state-size", "48"])
+    assert out.exit_code == 0, out.output
+    rows = [line.split() for line in out.output.splitlines() if line.startswith("  ") and "bytes)" in line]
+    assert [row[:3] for row in rows] == [["sem", "0.1", "GB"], ["maxmean", "1.6e-8", "GB"]], out.output

@@ -125,3 +125,20 @@ def test_make_demo_runs_the_main_job_with_the_flags_measure_demo_times():
 
     recipe = (ROOT / "Makefile").read_text().split("\ndemo: install\n")[1].splitlines()[0].split()
     assert recipe == ["$(BIN)/semzoo", "train", *load_script("measure_demo").DEMO_ARGS]
+
+
+def test_the_plugin_page_is_in_the_site_and_names_every_field_a_hook_receives():
+    import dataclasses
+
+    from semzoo.episodic.target import EpisodicTarget
+    from semzoo.types import CleanBatch, EpisodeBatch, OnlineValues
+
+    page = (ROOT / "docs" / "plugins.md").read_text()
+    assert "plugins.md" in (ROOT / "mkdocs.yml").read_text() and len(page.splitlines()) < 300
+    for kind in (EpisodeBatch, CleanBatch, OnlineValues, EpisodicTarget):
+        missing = [f.name for f in dataclasses.fields(kind) if f"`{f.name}`" not in page]
+        assert missing == [], f"docs/plugins.md does not name {kind.__name__}'s fields {missing}"
+    for imported in ("from semzoo.config import NON_NEGATIVE, Range, ranged",
+                     "from semzoo.episodic.target import EpisodicTarget, applying"):
+        assert imported in page
+        exec(imported, {})  # the import the page shows works

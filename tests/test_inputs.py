@@ -174,6 +174,51 @@ def test_smax_env_args_that_would_fail_in_the_vectorised_env_are_refused_up_fron
     assert not list(tmp_path.glob("smax_3m_*"))  # no run directory, whatever its env arguments make its name
 
 
+SMAX_TYPOS = [
+    (("--env", "smax:3mm"), ("SMAX has no map '3mm'", "smac:3mm")),
+    (("--env", "smax:3m", "--env-arg", "reward=sprase"), ("reward='sprase'", "dense, sparse")),
+    (("--env", "smax:3m", "--env-arg", "fixed_start=true"), ("unknown env argument 'fixed_start'", "fixed_starts")),
+    (("--env", "smax:3m", "--env-arg", "fixed_starts=yes"), ("fixed_starts='yes'", "true or false")),
+    (("--env", "smax:3m", "--env-arg", "time_limit=50"), ("time_limit=50", "smax, smac")),
+    (("--env", "smax:3m", "--env-arg", "spawn=left"), ("spawn='left'", "smax, smac")),
+    (("--env", "smax:smacv2_5_units", "--env-arg", "profile=smac"), ("has no StarCraft II SMAC map",)),
+]
+"""A typo in a SMAX env, and what its one line names."""
+
+
+@pytest.mark.parametrize(("args", "needles"), SMAX_TYPOS, ids=lambda x: " ".join(x) if x[0].startswith("-") else "")
+def test_a_smax_typo_is_one_line_without_a_note_on_the_profile_the_run_added(tmp_path, args, needles):
+    result = invoke("train", "--out", str(tmp_path), *args, "--steps", "20")
+    line = assert_one_line_error(result, USAGE_ERROR, *needles)
+    assert "note" not in line
+
+
+def test_a_smax_argument_whose_values_are_words_gets_no_note_on_strings(tmp_path):
+    result = invoke("train", "--out", str(tmp_path), "--env", "smax:3m", "--env-arg", "profile=smac",
+                    "--env-arg", "attack_mode=random", "--env-arg", "enemy_shoots=1")
+    line = assert_one_line_error(result, USAGE_ERROR, "enemy_shoots=1")
+    assert "note" not in line  # profile=smac and attack_mode=random are words by design, not misread numbers
+
+
+SMAX_CHECK_SCRIPT = """
+import sys
+from semzoo.cli import main
+sys.argv = ["semzoo", "train", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as stop:
+    print(stop.code, *sorted(name for name in ("jax", "jaxmarl", "torch") if name in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("args", [("--env", "smax:3mm"), ("--env", "smax:3m", "--env-arg", "reward=sprase")])
+def test_a_smax_typo_is_refused_before_torch_or_jax_import(tmp_path, args):
+    done = subprocess.run([sys.executable, "-c", SMAX_CHECK_SCRIPT, *args, "--out", str(tmp_path)], env=child_env(),
+                          capture_output=True, text=True, timeout=START_TIMEOUT_S, check=False)
+    assert done.stdout.split() == [str(USAGE_ERROR)], (done.stdout, done.stderr)  # no module of the training stack
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("Error: "), done.stderr
+
+
 # ----- a corrupt checkpoint header -----------------------------------------------------------------------------------
 
 

@@ -53,7 +53,7 @@ def test_zero_removes_the_checkpoints_at_the_end_and_keeps_results_and_the_best_
     assert 0 < at_step <= 160 and evaluation.episodes == 2
     with pytest.raises(CheckpointError, match=r"keep_checkpoints=0.*--best"):
         evaluate_run(run_dir, episodes=2)
-    with pytest.raises(ValueError, match=r"finished without checkpoints.*cannot be continued"):
+    with pytest.raises(ValueError, match=r"finished and cannot be continued: no checkpoint files in .*keep_checkpoints=0.*evaluate --best"):
         resume(run_dir, steps=200, progress=False, tensorboard=False)
 
 
@@ -136,3 +136,26 @@ def _grid_free(config: TrainConfig) -> dict:
         elif key not in ("env", "algo", "seed", "steps", "out", "run_name"):
             out[key] = value
     return out
+
+
+def test_a_run_whose_checkpoints_were_deleted_says_what_is_missing_and_what_is_left(tmp_path):
+    import shutil
+
+    runner = CliRunner()
+    run_dir, _ = train(tiny(tmp_path), progress=False, tensorboard=False)  # keep_checkpoints 2
+    shutil.rmtree(run_dir / "checkpoints")
+    evaluated = runner.invoke(app, ["evaluate", str(run_dir)])
+    assert evaluated.exit_code == 1 and evaluated.stderr.count("\n") == 1, evaluated.output
+    assert f"no checkpoint files in {run_dir / 'checkpoints'}" in evaluated.stderr
+    assert f"semzoo evaluate --best {run_dir}" in evaluated.stderr and "keep_checkpoints=0" not in evaluated.stderr
+    assert runner.invoke(app, ["evaluate", str(run_dir), "--best"]).exit_code == 0
+    resumed = runner.invoke(app, ["train", "--resume", str(run_dir), "--steps", "200", "--no-tensorboard"])
+    assert resumed.exit_code == 1 and "cannot be continued: no checkpoint files in" in resumed.stderr
+    assert "keep_checkpoints=0" not in resumed.stderr
+    (run_dir / BEST_FILE).unlink()
+    best = runner.invoke(app, ["evaluate", str(run_dir), "--best"])
+    assert best.exit_code == 1 and best.stderr.count("\n") == 1, best.output
+    assert "no checkpoint either" in best.stderr and f"semzoo table {run_dir}" in best.stderr
+    assert "semzoo evaluate" not in best.stderr  # no pointer back to the command that just failed
+    last = runner.invoke(app, ["evaluate", str(run_dir)])
+    assert "--best" not in last.stderr and f"no {BEST_FILE} either" in last.stderr, last.stderr

@@ -308,3 +308,39 @@ def test_a_metrics_file_cut_inside_its_header_is_named_not_read_as_a_run_without
     path.write_text(path.read_text()[:20])
     result = CliRunner().invoke(app, ["table", str(tmp_path), "--at", "100"])
     assert f"{path} ends inside a row" in result.stderr and "it holds no full row" in result.stderr, result.output
+
+
+def test_a_garbage_row_of_metrics_is_named_by_file_and_line_and_the_other_rows_are_read(tmp_path):
+    write_run(tmp_path, "matrix:climbing", "qmix", 0, {0: 0.5, 100: 0.7})
+    path = next(tmp_path.glob("*/metrics.csv"))
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join([*lines[:2], "garbage,row,here\n", *lines[2:]]))  # line 3
+    for command in (["table", str(tmp_path), "--at", "100"], ["plot", str(tmp_path), "--out", str(tmp_path / "p")]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 0, result.output
+        warned = [line for line in result.stderr.splitlines() if "not a metrics row" in line]
+        assert warned == [f"Warning: {path} line 3: 'garbage,row,here' is not a metrics row (expected "
+                          "env_steps,episodes,updates,wall_time,name,value with numbers); it is left out: mend or "
+                          "delete the line, or re-copy the file"], result.stderr
+    assert "0.700" in CliRunner().invoke(app, ["table", str(tmp_path), "--at", "100"]).output
+
+
+def test_a_metrics_file_cut_before_its_evaluations_names_the_file_and_line_in_the_error(tmp_path):
+    write_run(tmp_path, "matrix:climbing", "qmix", 0, {0: 0.5, 100: 0.7})
+    path = next(tmp_path.glob("*/metrics.csv"))
+    text = path.read_text()
+    path.write_text(text[: text.index("test_win_rate") - 3])  # cut inside line 3, before the first evaluation row
+    for command in (["table", str(tmp_path), "--at", "100"], ["plot", str(tmp_path), "--out", str(tmp_path / "p")]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 1, result.output
+        error = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
+        assert len(error) == 1 and f"{path} ends inside line 3" in error[0], result.stderr
+
+
+def test_a_row_cut_inside_its_value_is_left_out_not_read_as_a_shorter_number(tmp_path):
+    write_run(tmp_path, "matrix:climbing", "qmix", 0, {0: 0.5, 100: 0.75})
+    path = next(tmp_path.glob("*/metrics.csv"))
+    path.write_text(path.read_text().rstrip("\n")[:-1])  # the last row's 0.75 cut to 0.7
+    with pytest.warns(UserWarning, match="line 5"):
+        run = load_runs(tmp_path)[0]
+    assert list(run.metrics["test_win_rate"][1]) == [0.5]

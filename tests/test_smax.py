@@ -532,6 +532,43 @@ def test_single_and_vectorised_env_refuse_the_same_bad_options(options, needle):
     assert str(single.value) == str(vectorised.value)
 
 
+def test_the_jax_free_smax_tables_match_jaxmarl_and_the_factory():
+    import inspect
+
+    from semzoo.envs import smax_args
+
+    assert set(smax_args.SMAX_MAPS) == set(available_maps())
+    assert tuple(inspect.signature(parallel_env).parameters)[1:] == smax_args.FACTORY_ARGS
+
+
+@pytest.mark.parametrize("env_args", [{"reward": "sprase"}, {"fixed_start": True}, {"fixed_starts": "yes"},
+                                      {"time_limit": 50}, {"spawn": "left"}, {"profile": "sc2"},
+                                      {"obs_format": "flat"}, {"unavailable_action": "skip"}, {"enemy_shoots": 1},
+                                      {"attack_mode": "wild"}, {"episode_limit": 0}, {"profile": "smac", "obs": 1}])
+def test_the_jax_free_smax_check_refuses_as_the_factory_does(env_args):
+    from semzoo.envs.registry import make_env
+    from semzoo.envs.smax_args import check_env_args
+
+    with pytest.raises((ValueError, TypeError)) as built:
+        make_env("smax:3m", **env_args)
+    with pytest.raises(type(built.value)) as checked:
+        check_env_args("smax:3m", env_args)
+    assert str(checked.value) == str(built.value)
+
+
+@pytest.mark.parametrize("env_id", ["smax:3mm", "smax:smacv2_5_units"])
+def test_the_jax_free_smax_check_refuses_a_map_as_the_factory_does(env_id):
+    from semzoo.envs.registry import make_env
+    from semzoo.envs.smax_args import check_env_args
+
+    env_args = {"profile": "smac"}
+    with pytest.raises(ValueError) as built:
+        make_env(env_id, **env_args)
+    with pytest.raises(ValueError) as checked:
+        check_env_args(env_id, env_args)
+    assert str(checked.value) == str(built.value)
+
+
 def test_a_run_refuses_the_env_args_it_sets_itself_naming_the_flag():
     from semzoo.envs.smax import check_run_env_args
 

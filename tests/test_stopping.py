@@ -161,3 +161,42 @@ def test_a_sweep_stopped_by_sigint_checkpoints_its_running_trials_and_exits_130(
     assert "1 stopped" in done.stdout and "run the same command again to continue" in done.stderr
     _, payload = CheckpointManager(run_dir).load_latest()  # the trial checkpointed its last iteration
     assert payload["counters"]["env_steps"] >= 40 and not run_finished(run_dir)
+
+
+def test_a_plugin_memorys_run_stopped_by_sigint_resumes_with_the_printed_command(tmp_path):
+    import shlex
+    from pathlib import Path
+
+    from semzoo.runfiles import PLUGINS_FILE
+
+    plugins = str(Path(__file__).parent / "plugins")
+    env = {**child_env(), "PYTHONPATH": os.pathsep.join([plugins, os.environ.get("PYTHONPATH", "")])}
+    run_dir = tmp_path / "run"
+    args = ["--plugin", "toy_memory_plugin", "train", "--out", str(tmp_path), "--env", "matrix:two_step", "--algo",
+            "best-qmix", "--steps", "1000000", "--n-envs", "2", "--batch-size", "4", "--buffer-size", "32",
+            "--hidden-dim", "8", "--log-interval", "4", "--test-interval", "100000", "--save-interval", "100000",
+            "--no-tensorboard", "--sequential", "--run-name", "run"]
+    proc = subprocess.Popen(cli(*args), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while logged_steps(run_dir) < 40:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run did not start training"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=STOP_TIMEOUT_S)
+    assert proc.returncode == 128 + signal.SIGINT and "Traceback" not in stderr, stderr
+    assert (run_dir / PLUGINS_FILE).is_file()
+    printed = stderr.strip().splitlines()[-1].split("`")[1]
+    assert printed == f"semzoo --plugin toy_memory_plugin train --resume {run_dir}"
+    # without the plugin, reading the run names the module in the first line (and imports nothing on its own)
+    bare = subprocess.run(cli("evaluate", str(run_dir)), env=env, capture_output=True, text=True,
+                          timeout=START_TIMEOUT_S, check=False)
+    assert bare.returncode == 1 and bare.stderr.startswith(
+        "Error: this run's memory comes from module toy_memory_plugin: add --plugin toy_memory_plugin"), bare.stderr
+    _, payload = CheckpointManager(run_dir).load_latest()
+    stopped_at = payload["counters"]["env_steps"]
+    resumed = subprocess.run([*cli(*shlex.split(printed)[1:]), "--steps", str(stopped_at + 8)], env=env,
+                             capture_output=True, text=True, timeout=START_TIMEOUT_S, check=False)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming {run_dir} at {stopped_at:,} env steps" in resumed.stderr
+    assert run_finished(run_dir)

@@ -43,6 +43,7 @@ from semzoo.runfiles import (
     UNKNOWN_COMMIT,
     env_arg_texts,
     env_label,
+    metrics_cut_line,
     read_metrics,
     read_run_config,
     run_commits,
@@ -76,6 +77,10 @@ class CutMetricsWarning(UserWarning):
     """A run's metrics.csv ends inside a row (a run killed while writing, a copy cut short): the cut row is left out."""
 
 
+class BadMetricsRowWarning(UserWarning):
+    """A row of a run's metrics.csv does not parse (a garbage line): it is left out, named by file and line."""
+
+
 class CutCurveWarning(UserWarning):
     """The seeds of one (env, algo) stopped at different steps: its curve ends at the step every seed reached."""
 
@@ -97,6 +102,8 @@ class RunSeries:
     config: TrainConfig | None = None
     commits: list[str] = field(default_factory=list)
     """The semzoo commits its sessions ran (``runfiles.run_commits``); [] for a run without ``provenance.json``."""
+    cut_line: int | None = None
+    """The line its metrics.csv ends inside (a copy cut short, a run killed while writing), else None."""
 
     def value_at(self, name: str, step: int) -> float:
         """The metric at ``step`` (module docstring); NaN if the run did not train to ``step`` or has none."""
@@ -184,16 +191,6 @@ def _without_duplicates(runs: list[RunSeries]) -> list[RunSeries]:
     return [run for run in runs if kept[(run.env, run.algo, run.seed)] is run]
 
 
-def _cut_row(path: Path) -> bool:
-    """Whether the file ``path`` ends inside a row: it is not empty and its last byte is not a newline."""
-    with path.open("rb") as f:
-        f.seek(0, os.SEEK_END)
-        if f.tell() == 0:
-            return False
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) not in (b"\n", b"\r")
-
-
 def _dirs_holding(root: Path, name: str) -> list[Path]:
     """Every folder under ``root`` (itself included) holding a file ``name``, sorted; symbolic links to folders are
     followed, each real folder once, so a study can gather runs that live elsewhere by linking them."""
@@ -212,12 +209,21 @@ def _dirs_holding(root: Path, name: str) -> list[Path]:
 def load_run(run_dir: Path) -> RunSeries:
     """One run directory's config and metrics; ValueError/KeyError/OSError when either cannot be read."""
     config = read_run_config(run_dir)
-    rows = read_metrics(run_dir)
-    if _cut_row(run_dir / METRICS_FILE):
+    bad_rows: list[tuple[int, str]] = []
+    rows = read_metrics(run_dir, bad_rows)
+    path = run_dir / METRICS_FILE
+    if bad_rows:
+        line, text = bad_rows[0]
+        left_out = f"it and {len(bad_rows) - 1} later row(s) are" if len(bad_rows) > 1 else "it is"
+        warnings.warn(f"{path} line {line}: {text[:60]!r} is not a metrics row (expected {','.join(METRIC_FIELDS)} "
+                      f"with numbers); {left_out} left out: mend or delete the line, or re-copy the file",
+                      BadMetricsRowWarning, stacklevel=3)
+    cut_line = metrics_cut_line(run_dir)
+    if cut_line is not None:
         last_row = max((r["env_steps"] for r in rows), default=None)
         read = "it holds no full row" if last_row is None else f"its rows up to env step {last_row:,} are read"
-        warnings.warn(f"{run_dir / METRICS_FILE} ends inside a row (a run killed while writing it, or a copy cut short): "
-                      f"the cut row is left out, {read}; re-copy the file, or resume the run to rewrite it",
+        warnings.warn(f"{path} ends inside a row, line {cut_line} (a run killed while writing it, or a copy cut "
+                      f"short): the cut row is left out, {read}; re-copy the file, or resume the run to rewrite it",
                       CutMetricsWarning, stacklevel=3)
     by_name: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for row in rows:
@@ -228,7 +234,8 @@ def load_run(run_dir: Path) -> RunSeries:
         metrics[name] = (np.array([p[0] for p in pairs], np.int64), np.array([p[1] for p in pairs], np.float64))
     last = max((r["env_steps"] for r in rows), default=0)
     return RunSeries(run_dir=run_dir, env=env_label(config), algo=config.algo, seed=config.seed, last_step=last,
-                     metrics=metrics, test_interval=config.test_interval, config=config, commits=run_commits(run_dir))
+                     metrics=metrics, test_interval=config.test_interval, config=config, commits=run_commits(run_dir),
+                     cut_line=cut_line)
 
 
 DEFAULT_METRICS = ("test_win_rate", "test_return_mean")
@@ -246,11 +253,24 @@ def _logged(runs: Sequence[RunSeries]) -> list[str]:
     return logged
 
 
+def _cut_files(runs: Sequence[RunSeries]) -> str:
+    """'; c/a/metrics.csv ends inside line 14, so its later rows are missing: ...' for the runs whose metrics.csv is
+    cut short ('' for none): a metric missing from them may be in the part that was lost."""
+    cut = [run for run in runs if run.cut_line is not None]
+    if not cut:
+        return ""
+    first = cut[0]
+    more = f" (and {len(cut) - 1} more run(s))" if len(cut) > 1 else ""
+    return (f"; {first.run_dir / METRICS_FILE} ends inside line {first.cut_line}{more}, so its later rows are "
+            "missing: re-copy the file, or resume the run to rewrite it")
+
+
 def check_metric(runs: Sequence[RunSeries], metric: str) -> None:
     """ValueError naming the known metrics when no run logged ``metric``."""
     known = _logged(runs)
     if metric not in known:
-        raise ValueError(f"unknown metric {metric!r}: the runs logged {', '.join(known)}; pick one with --metric")
+        raise ValueError(f"unknown metric {metric!r}: the runs logged {', '.join(known)}; pick one with --metric"
+                         + _cut_files(runs))
 
 
 def resolve_metric(runs: Sequence[RunSeries], metric: str | None) -> str:
@@ -264,7 +284,7 @@ def resolve_metric(runs: Sequence[RunSeries], metric: str | None) -> str:
         if default in logged:
             return default
     raise ValueError(f"the runs log none of {', '.join(DEFAULT_METRICS)} (they logged {', '.join(logged)}): "
-                     "pick a metric with --metric")
+                     "pick a metric with --metric" + _cut_files(runs))
 
 
 def metric_note(metric: str) -> str | None:
@@ -610,6 +630,7 @@ def write_table_csv(rows: Sequence[TableRow], path: str | Path) -> Path:
 __all__ = [
     "PAPER_STEPS",
     "TARGET_METRICS",
+    "BadMetricsRowWarning",
     "CutCurveWarning",
     "RunSeries",
     "SkippedRunWarning",

@@ -34,6 +34,13 @@ class _Commands(TyperGroup):
     environment (an extra, StarCraft II, a plugin module), not a bug to show as a traceback.
     """
 
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        """``--plugin MODULE`` is the group's option, and may also come after the command (``semzoo algos --plugin
+        X``): each is moved before it, in order."""
+        if args and args[-1] == PLUGIN_FLAG:
+            ctx.fail(f"{PLUGIN_FLAG} needs a value: a module name or a Python file, e.g. {PLUGIN_FLAG} my_memory")
+        return super().parse_args(ctx, _plugins_first(args))
+
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
@@ -42,6 +49,31 @@ class _Commands(TyperGroup):
         except ImportError as err:  # an import outside semzoo's optional-import sites (a user's factory, say)
             reason = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
             fail(f"{reason}: a module did not import; install it (or put it on PYTHONPATH) and run again")
+
+
+PLUGIN_FLAG = "--plugin"
+
+
+def _plugins_first(args: list[str]) -> list[str]:
+    """``args`` with every ``--plugin X`` / ``--plugin=X`` moved to the front, in order (up to a ``--``)."""
+    plugins: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i:])
+            break
+        if arg == PLUGIN_FLAG and i + 1 < len(args):
+            plugins += args[i:i + 2]
+            i += 2
+            continue
+        if arg.startswith(PLUGIN_FLAG + "="):
+            plugins.append(arg)
+        else:
+            rest.append(arg)
+        i += 1
+    return plugins + rest
 
 
 app = typer.Typer(
@@ -88,6 +120,35 @@ def _exit_when_stopped() -> Iterator[None]:
     except RunStopped as stop:
         typer.echo(str(stop), err=True)
         raise typer.Exit(stop.exit_code) from None
+
+
+INTEGER = "INTEGER"
+"""The placeholder of an integer flag's value in the help."""
+
+
+def whole_number(value: Any) -> int:
+    """An integer flag's value: an integer (``5000``, ``5_000``) or a number written as a float that is whole
+    (``5e3``, ``1e6``, as the docs write |Q^S|); anything else is a usage error naming the value."""
+    if isinstance(value, int) and not isinstance(value, bool):  # a default
+        return value
+    text = str(value).strip().replace("_", "")
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not a number: expected a whole number such as 5000 or 5e3") from None
+    if not number.is_integer():  # 1.5e0, inf, nan
+        raise typer.BadParameter(f"{value} is not a whole number: expected an integer such as 5000 or 5e3")
+    return int(number)
+
+
+def integer_option(default: Any, *flags: str, **kwargs: Any) -> Any:
+    """``typer.Option`` for an integer flag: its value read by ``whole_number`` (so 1e6 is 1000000), INTEGER in the
+    help."""
+    return typer.Option(default, *flags, parser=whole_number, metavar=INTEGER, **kwargs)
 
 
 def parse_env_args(pairs: list[str], flag: str = "--env-arg") -> dict[str, Any]:

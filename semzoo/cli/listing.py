@@ -13,6 +13,7 @@ from semzoo.cli.base import (
     USAGE_ERROR,
     app,
     fail,
+    integer_option,
     parse_env_args,
 )
 from semzoo.config import MemoryConfig
@@ -46,6 +47,7 @@ def algos(ctx: typer.Context) -> None:
     Each row of the table (mixer, learner), and the episodic memories that prefix it.
     """
     from semzoo.algos import NO_MEMORY, algorithm_ids, parse_algorithm
+    from semzoo.cli.options import setting_help
     from semzoo.config import BUILTIN_COMPONENTS, component_fields, registered_components
     from semzoo.episodic.memory import memory_description, memory_names
 
@@ -79,7 +81,7 @@ def algos(ctx: typer.Context) -> None:
     for f in component_fields():
         if f.section not in BUILTIN_COMPONENTS:
             shown = f"{f.key}={json.dumps(f.default)}"
-            echo(f"  {shown:<{width + 16}}{f.help}", hang=2 + width + 16)
+            echo(f"  {shown:<{width + 16}}{setting_help(f)}", hang=2 + width + 16)
     typer.echo("")
     from semzoo.presets import describe_presets
 
@@ -163,18 +165,18 @@ def _echo_registered_envs() -> None:
 def memory_cost(
     target: str | None = typer.Argument(None, help="A SMAC map (2c_vs_64zg, 27m_vs_30m, ...) or an env id "
                                            "(matrix:climbing, pz:<module>:<factory>); or give --agents/--actions/--state-size."),
-    agents: int | None = typer.Option(None, metavar="INTEGER", help="Number of agents n (instead of a map or env id)."),
-    actions: int | None = typer.Option(None, metavar="INTEGER",
+    agents: int | None = integer_option(None, help="Number of agents n (instead of a map or env id)."),
+    actions: int | None = integer_option(None,
                                        help="Actions per agent |U| (instead of a map or env id)."),
-    state_size: int | None = typer.Option(None, metavar="INTEGER",
+    state_size: int | None = integer_option(None,
                                           help="Global state size F (instead of a map or env id)."),
-    obs_size: int | None = typer.Option(None, metavar="INTEGER",
+    obs_size: int | None = integer_option(None,
                                         help="One agent's observation size, for the curiosity networks of EMC "
                                         "and EMU (with --agents/--actions/--state-size; default: the state size F)."),
     capacity: float = typer.Option(float(MemoryConfig.capacity), "--memory-capacity", metavar="FLOAT",
                                    help="Entries per table |Q|, as `train --memory-capacity` (the paper: 1e6; "
                                    "scientific notation allowed)."),
-    proj_dim: int = typer.Option(MemoryConfig.proj_dim, metavar="INTEGER",
+    proj_dim: int = integer_option(MemoryConfig.proj_dim,
                                  help="Random-projection size D, as `train --proj-dim` (the paper: 4)."),
     env_arg: list[str] = typer.Option([], metavar="KEY=VALUE", help="Passed to the env factory (VALUE parsed as "
                                       "JSON, else a string); repeatable."),
@@ -245,8 +247,9 @@ def memory_cost(
                          proj_dim=proj_dim)
     typer.echo(f"every memory at its largest (|Q| entries, its networks and optimisers; observation size {obs_dim}), "
                "as the memory plan of `semzoo train` counts it:")
+    column = max(len("memory"), *(len(name) for name in costs)) + 2  # a plugin's name may be longer than sem's
     for name, nbytes in costs.items():
-        typer.echo(f"  {name:<6}{format_gb(nbytes):<12}({nbytes:,} bytes)")
+        typer.echo(f"  {name:<{column}}{format_gb(nbytes):<12}({nbytes:,} bytes)")
     raw = RAW_STATE_BYTES_PER_DIM * state_dim
     if "emu" in costs:
         typer.echo(f"of which EMU's raw states (kept to re-embed its keys): F float32 = {raw:,} bytes per entry, "

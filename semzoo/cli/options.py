@@ -12,7 +12,7 @@ from typing import Any
 import typer
 from typer.core import TyperCommand
 
-from semzoo.cli.base import CLI_ONLY_OPTIONS, RESUME_FLAGS, parse_env_args
+from semzoo.cli.base import CLI_ONLY_OPTIONS, RESUME_FLAGS, parse_env_args, whole_number
 from semzoo.config import (
     CLI,
     FLAG,
@@ -90,6 +90,36 @@ class _PanelledCommand(TyperCommand):
             note = PANEL_NOTES.get(panel)
             with formatter.section(f"{panel} options" + (f" ({note})" if note else "")):
                 formatter.write_dl([record for _, record in sorted(panels[panel])])
+        plugin_rows = plugin_help_rows()
+        if plugin_rows:
+            with formatter.section(f"{PLUGIN_PANEL} (from --plugin; a setting is given with --set KEY=VALUE)"):
+                formatter.write_dl(plugin_rows)
+
+
+PLUGIN_PANEL = "Plugin memories and settings"
+
+
+def plugin_help_rows() -> list[tuple[str, str]]:
+    """`train --help`'s rows for what the plugins imported add: each memory not semzoo's own (its ids' prefix,
+    description and module) and each setting of a plugin's memory or mixer (its --set key, help, range and default), as `semzoo algos` lists
+    them."""
+    from semzoo.config import BUILTIN_COMPONENTS, component_fields
+    from semzoo.episodic.memory import is_builtin_memory, memory_class, memory_description, memory_names
+
+    rows = [(f"--algo {name}-<base>", f"{memory_description(name)} (module {memory_class(name).__module__})")
+            for name in memory_names() if not is_builtin_memory(name)]
+    for f in component_fields():
+        if f.section not in BUILTIN_COMPONENTS:
+            rows.append((f"--set {f.key}=VALUE", f"{setting_help(f)}  [default: {f.default}]"))
+    return rows
+
+
+def setting_help(f: ConfigField) -> str:
+    """A setting's help: its docstring and, for a number, its range (as a flag's in `train --help`)."""
+    text = f.help.rstrip()
+    if RANGE in f.metadata:
+        text += f"{'' if text.endswith('.') or not text else '.'} Range: {range_text(f.metadata[RANGE])}."
+    return text
 
 
 def option_flags(fields: Sequence[ConfigField]) -> dict[str, str]:
@@ -119,6 +149,14 @@ def option_flags(fields: Sequence[ConfigField]) -> dict[str, str]:
 
 def _is_dict(kind: Any) -> bool:
     return (typing.get_origin(kind) or kind) is dict
+
+
+def _is_int(kind: Any) -> bool:
+    """Whether a config field's type is ``int`` or ``int | None``."""
+    args = typing.get_args(kind)
+    if typing.get_origin(kind) in (typing.Union, types.UnionType) and type(None) in args:
+        kind = next(arg for arg in args if arg is not type(None))
+    return kind is int
 
 
 METAVARS = {int: "INTEGER", float: "FLOAT", str: "TEXT"}
@@ -151,7 +189,9 @@ def _train_parameters(fields: Sequence[ConfigField], flags: dict[str, str]) -> l
             decls = [f"{flag}/--no-{flag[2:]}"]
         if RANGE in f.metadata:
             help_text += f" Range: {range_text(f.metadata[RANGE])}."
-        option = typer.Option(default, *decls, help=help_text, metavar=_metavar(f.type), rich_help_panel=panel_of(f))
+        parser = whole_number if _is_int(f.type) else None  # 1e6 is 1000000, as the docs write |Q^S|
+        option = typer.Option(default, *decls, help=help_text, metavar=_metavar(f.type), rich_help_panel=panel_of(f),
+                              parser=parser)
         params.append(inspect.Parameter(_param_name(f), keyword, default=option, annotation=annotation))
     resume_flags = ", ".join(flags[key] for key in RESUME_FLAGS if key in flags)
     params.append(inspect.Parameter("resume", keyword, annotation=list[str], default=typer.Option(

@@ -14,6 +14,7 @@ from semzoo.cli.base import (
     _warnings_now,
     app,
     fail,
+    integer_option,
 )
 
 
@@ -104,10 +105,10 @@ def report(
     out: str | None = typer.Option(None, metavar="DIR",
                                    help="Folder of report.md, the PNGs and marl_eval.json (default: "
                                    "FOLDER/report)."),
-    reps: int = typer.Option(2000, metavar="INTEGER", help="Bootstrap replications of each confidence interval."),
+    reps: int = integer_option(2000, help="Bootstrap replications of each confidence interval."),
     absolute: bool = typer.Option(False, "--absolute", help="First re-evaluate each run's best checkpoint on 10x "
                                   "the test episodes (the absolute metric, cached in <run>/absolute.json)."),
-    threads: int = typer.Option(1, metavar="INTEGER",
+    threads: int = integer_option(1,
                                 help="torch CPU threads (its OpenMP pool) of this command; 0 keeps torch's "
                                 "default (one per core). One leaves the other cores to training runs beside it."),
     compare: list[str] | None = typer.Option(

@@ -23,6 +23,7 @@ from semzoo.cli.base import (
     _warnings_now,
     app,
     fail,
+    integer_option,
     parse_env_args,
 )
 from semzoo.cli.options import (
@@ -56,8 +57,6 @@ def train(ctx: typer.Context, **options: Any) -> None:
     With no flags: the README's main job, SEM-QMIX on SMAX 3m for 20k env steps (TrainConfig()).
     """
     from semzoo.resolution import resolve
-    from semzoo.run.device import resolve_device
-    from semzoo.run.trainer import train as run_training
 
     sources = {f.key: ctx.get_parameter_source(_param_name(f)) for f in TRAIN_FIELDS}
     given = {key for key, source in sources.items() if source is not None and source.name != "DEFAULT"}
@@ -101,8 +100,13 @@ def train(ctx: typer.Context, **options: Any) -> None:
     # the run resolved once: the algorithm table judges --algo, the preset its map (usage errors)
     run = _build(resolve, config=asked)
     config = run.config
+    typed = _typed_env_args(config, asked.env_args)
+    _check_env_args(config, typed)  # before torch and JAX import: a bad env argument is refused at once
+    from semzoo.run.device import resolve_device  # the training stack (torch) from here on
+    from semzoo.run.trainer import train as run_training
+
     _build(resolve_device, name=config.device)  # a device this machine lacks is a bad --device: usage error
-    _check_env(config)
+    _check_env(config, typed)
     run = _memory_plan(run, runs=len(seeds) if seeds is not None else 1)
     config = run.config
     if seeds is not None:
@@ -114,7 +118,7 @@ def train(ctx: typer.Context, **options: Any) -> None:
             with _warnings_now():
                 run_dir, result = run_training(run, progress=progress, tensorboard=options["tensorboard"])
         except (ValueError, TypeError) as err:
-            fail(_run_error(err, config.env_args))
+            fail(_run_error(err, typed))
         finally:
             progress.close()
     _report(config, run_dir, result)
@@ -156,7 +160,7 @@ def _train_group(run: ResolvedRun, seeds: list[int], tensorboard: bool) -> None:
         try:
             group = MultiTrainer.create(run, seeds, tensorboard=tensorboard, on_built=built)
         except (ValueError, TypeError) as err:
-            fail(_run_error(err, config.env_args))
+            fail(_run_error(err, _typed_env_args(config)))
         _run_group(group)
 
 
@@ -183,7 +187,7 @@ def _run_group(group: Any) -> None:
         try:
             results = group.run()
         except (ValueError, TypeError) as err:
-            fail(_run_error(err, trainers[0].config.env_args))
+            fail(_run_error(err, _typed_env_args(trainers[0].config)))
         finally:
             group.close()
             progress.close()
@@ -197,16 +201,45 @@ def _run_error(err: ValueError | TypeError, env_args: dict[str, Any]) -> str:
     return message + _string_arg_hint(env_args, message) if isinstance(err, TypeError) else message
 
 
-def _check_env(config: TrainConfig) -> None:
-    """Build one env up front so a bad id or argument is a one-line usage error."""
-    from semzoo.envs.registry import make_env
+def _typed_env_args(config: TrainConfig, typed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The env arguments the note on strings may name: those the user typed (``typed``; by default the run's, less the
+    profile a ``smax:<map>`` run names itself: ``semzoo.resolution.with_env_profile``), less a SMAX argument whose
+    values are words (``semzoo.envs.smax_args.WORD_ARGS``: profile=smac is never a misread number)."""
+    args = config.env_args if typed is None else typed
+    if not is_smax(config.env):
+        return dict(args)
+    from semzoo.envs.smax_args import WORD_ARGS
+
+    return {key: value for key, value in args.items() if key not in WORD_ARGS}
+
+
+def _check_env_args(config: TrainConfig, typed: dict[str, Any]) -> None:
+    """A usage error for env arguments that can be judged without building the env (``smax:<map>``'s, checked with
+    no JAX import: ``semzoo.envs.smax_args``); the note on strings names only arguments in ``typed``."""
+    if not is_smax(config.env):
+        return
+    from semzoo.envs.smax_args import check_env_args, check_run_env_args
 
     try:
-        _check_run_env_args(config.env, config.env_args)
+        check_run_env_args(config.env_args)
+        check_env_args(config.env, config.env_args)
+    except (ValueError, TypeError) as err:
+        message = str(err).splitlines()[0] if str(err) else repr(err)
+        fail(message + _string_arg_hint(typed, message), USAGE_ERROR)
+
+
+def _check_env(config: TrainConfig, typed: dict[str, Any] | None = None) -> None:
+    """Build one env up front so a bad id or argument is a one-line usage error; its note on env arguments read as
+    strings names only those in ``typed`` (default ``_typed_env_args``)."""
+    from semzoo.envs.registry import make_env
+
+    typed = _typed_env_args(config) if typed is None else typed
+    _check_env_args(config, typed)
+    try:
         make_env(config.env, **config.env_args).close()
     except (ValueError, TypeError) as err:
         message = str(err).splitlines()[0] if str(err) else repr(err)
-        fail(message + _string_arg_hint(config.env_args, message), USAGE_ERROR)
+        fail(message + _string_arg_hint(typed, message), USAGE_ERROR)
 
 
 def _memory_plan(run: ResolvedRun, runs: int = 1, label: str = "") -> ResolvedRun:
@@ -227,14 +260,6 @@ def _memory_plan(run: ResolvedRun, runs: int = 1, label: str = "") -> ResolvedRu
         fail(label + str(err), USAGE_ERROR)
     typer.echo(label + plan.line(available, device_available), err=True)
     return run
-
-
-def _check_run_env_args(env_id: str, env_args: dict[str, Any]) -> None:
-    """ValueError for env args that a run sets itself (SMAX: seed, episode_limit), naming the flag to use."""
-    if is_smax(env_id):
-        from semzoo.envs.smax import check_run_env_args
-
-        check_run_env_args(env_args)
 
 
 def _optimum(config: TrainConfig) -> float | None:
@@ -276,7 +301,7 @@ def _resume(run_dir: str, changes: dict[str, Any], tensorboard: bool) -> None:
             try:
                 result = trainer.run()
             except (ValueError, TypeError) as err:
-                fail(_run_error(err, trainer.config.env_args))
+                fail(_run_error(err, _typed_env_args(trainer.config)))
             finally:
                 trainer.close()
                 progress.close()
@@ -286,9 +311,9 @@ def _resume(run_dir: str, changes: dict[str, Any], tensorboard: bool) -> None:
 @app.command()
 def evaluate(
     run_dir: str = typer.Argument(..., help="A run directory made by `semzoo train`."),
-    episodes: int | None = typer.Option(None, metavar="INTEGER",
+    episodes: int | None = integer_option(None,
                                         help="Greedy episodes (default: the run's test_episodes)."),
-    seed: int | None = typer.Option(None, metavar="INTEGER",
+    seed: int | None = integer_option(None,
                                     help="Seed of the evaluation episodes (default: the run's test stream)."),
     device: str | None = typer.Option(None, metavar="DEVICE", help="auto, cpu, cuda (default: the run's)."),
     best: bool = typer.Option(False, "--best", help="Evaluate the run's best checkpoint (best.ckpt: the agent of "
@@ -332,18 +357,18 @@ def evaluate(
 def sweep(
     envs: str = typer.Option(..., metavar="ENV,ENV,...", help="Comma-separated env ids, e.g. matrix:climbing,smax:3m."),
     algos: str = typer.Option(..., metavar="ALGO,ALGO,...", help="Comma-separated algorithm ids, e.g. qmix,sem-qmix."),
-    seeds: int = typer.Option(5, metavar="INTEGER", help="Seeds per (env, algo): 0 .. seeds-1."),
-    steps: int = typer.Option(DEFAULT_STEPS, metavar="INTEGER", help="Environment steps per trial."),
+    seeds: int = integer_option(5, help="Seeds per (env, algo): 0 .. seeds-1."),
+    steps: int = integer_option(DEFAULT_STEPS, help="Environment steps per trial."),
     out: str = typer.Option("runs/sweep", metavar="DIR",
                             help="Folder of the trials' run directories (shared by all nodes)."),
     address: str | None = typer.Option(None, metavar="ADDRESS",
                                        help="Ray cluster address (e.g. auto, ray://head:10001); "
                                           "default: an embedded local Ray."),
-    max_retries: int = typer.Option(2, metavar="INTEGER",
+    max_retries: int = integer_option(2,
                                     help="Retries of a failed trial, each from its last checkpoint."),
     cpus_per_trial: float = typer.Option(1.0, metavar="FLOAT",
                                          help="CPUs reserved per trial (torch threads = its integer part)."),
-    num_cpus: int | None = typer.Option(None, metavar="INTEGER", help="CPUs of the embedded local Ray (default: all)."),
+    num_cpus: int | None = integer_option(None, help="CPUs of the embedded local Ray (default: all)."),
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="A config override (VALUE parsed as "
                                    "JSON), e.g. test_interval=5000 or learner.batch_size=16; repeatable."),
     grid: list[str] = typer.Option([], "--grid", metavar="KEY=V1,V2,...",

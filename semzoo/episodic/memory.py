@@ -274,6 +274,11 @@ def _import_builtin() -> None:
         importlib.import_module(module)  # runs its @register_memory decorators
 
 
+def is_builtin_memory(name: str) -> bool:
+    """Whether ``name`` is one of semzoo's own memories (not a plugin's or a user's)."""
+    return name in _BUILTIN
+
+
 def memory_names() -> list[str]:
     """The registered memories, built-in ones first, then in registration order; imports no memory module."""
     load_plugins()

@@ -21,7 +21,14 @@ from typing import Any
 import torch
 
 from semzoo.config import TrainConfig, is_smax
-from semzoo.run.checkpoint import CheckpointError, CheckpointManager, load_checkpoint, save_checkpoint, write_atomic
+from semzoo.run.checkpoint import (
+    CHECKPOINT_DIR,
+    CheckpointError,
+    CheckpointManager,
+    load_checkpoint,
+    save_checkpoint,
+    write_atomic,
+)
 from semzoo.run.provenance import write_provenance
 from semzoo.runfiles import (
     BEST_FILE,
@@ -30,6 +37,7 @@ from semzoo.runfiles import (
     LOCK_FILE,
     METRIC_FIELDS,
     METRICS_FILE,
+    PLUGINS_FILE,
     TENSORBOARD_DIR,
     read_run_config,
     stored_config_dict,
@@ -165,6 +173,15 @@ def check_checkpoint_matches(payload: dict[str, Any], config: TrainConfig, where
                               "restore the run's config.json or start a new run")
 
 
+def missing_checkpoints(run_dir: Path, config: TrainConfig) -> str:
+    """'no checkpoint files in <run>/checkpoints' and, where the run's config says why, the reason
+    (``keep_checkpoints=0`` removes them when a run finishes); no cause is guessed."""
+    text = f"no checkpoint files in {run_dir / CHECKPOINT_DIR}"
+    if config.keep_checkpoints == 0 and (run_dir / FINAL_FILE).exists():
+        text += " (it ran with keep_checkpoints=0, which removes them when the run finishes)"
+    return text
+
+
 def load_trained(run_dir: str | Path, *, purpose: str) -> tuple[TrainConfig, dict[str, Any]]:
     """(config, payload of the last valid checkpoint) of a run, checked to belong together.
 
@@ -172,12 +189,11 @@ def load_trained(run_dir: str | Path, *, purpose: str) -> tuple[TrainConfig, dic
     """
     config = load_run_config(run_dir)
     found = CheckpointManager(Path(run_dir)).load_latest()
-    if found is None and (Path(run_dir) / FINAL_FILE).exists():
-        raise CheckpointError(f"{run_dir} has no checkpoint {purpose}: it finished with keep_checkpoints=0, which "
-                              f"removes them; its best agent is in {BEST_FILE} (semzoo evaluate --best)")
     if found is None:
-        raise CheckpointError(f"{run_dir} has no checkpoint {purpose}: train it first (checkpoints are written "
-                              "every --save-interval env steps and at the end)")
+        left = (f"evaluate its best agent with `semzoo evaluate --best {run_dir}`, or read"
+                if (Path(run_dir) / BEST_FILE).exists() else f"it has no {BEST_FILE} either: read")
+        raise CheckpointError(f"{run_dir} has no checkpoint {purpose}: {missing_checkpoints(Path(run_dir), config)}; "
+                              f"{left} its logged scores with `semzoo table {run_dir}`")
     path, payload = found
     check_checkpoint_matches(payload, config, path)
     return config, payload
@@ -196,9 +212,13 @@ def load_best(run_dir: str | Path) -> tuple[TrainConfig, dict[str, Any]]:
     config = load_run_config(run_dir)
     path = Path(run_dir) / BEST_FILE
     if not path.exists():
-        raise CheckpointError(f"run {run_dir} has no {BEST_FILE}: it was trained before semzoo kept best checkpoints "
-                              "(or stopped before its first test evaluation); re-evaluate its last checkpoint with "
-                              "`semzoo evaluate`")
+        if CheckpointManager(Path(run_dir)).paths():
+            left = f"evaluate its last checkpoint with `semzoo evaluate {run_dir}`"
+        else:
+            left = (f"it has no checkpoint either ({missing_checkpoints(Path(run_dir), config)}): read its logged "
+                    f"scores with `semzoo table {run_dir}`, or train it again")
+        raise CheckpointError(f"run {run_dir} has no {BEST_FILE} (a run writes it at its first test evaluation); "
+                              f"{left}")
     payload = load_checkpoint(path)
     check_checkpoint_matches(payload, config, path)
     return config, payload
@@ -313,12 +333,32 @@ def open_run_dir(run_dir: Path, config: TrainConfig, best: dict[str, Any] | None
     write_atomic(run_dir / CONFIG_FILE, json.dumps(config.to_dict(), indent=2).encode())
     if not resumed:
         write_provenance(run_dir, device, resumed=False, env_steps=env_steps)
+        write_plugins(run_dir, config)
     (run_dir / FINAL_FILE).unlink(missing_ok=True)
     write_best(run_dir, best)
     logger = MetricsLogger(run_dir / METRICS_FILE, fresh=not resumed)
     if tensorboard and importlib.util.find_spec("tensorboard") is not None:
         logger.add_tensorboard(run_dir / TENSORBOARD_DIR, purge_step=env_steps + 1 if resumed else None)
     return logger
+
+
+def plugin_parts(config: TrainConfig) -> dict[str, str]:
+    """The run's parts that a plugin registered, part -> the plugin as given to --plugin (``plugins.plugin_of``):
+    its memory, mixer, algorithm row and env."""
+    from semzoo.algos import parse_algorithm
+    from semzoo.plugins import plugin_of
+
+    algo = parse_algorithm(config.algo)
+    parts = {"memory": ("memory", algo.memory), "mixer": ("mixer", algo.mixer),
+             "algorithm": ("algorithm", algo.algorithm.name), "env": ("env", config.env)}
+    return {part: plugin for part, (kind, name) in parts.items() if (plugin := plugin_of(kind, name)) is not None}
+
+
+def write_plugins(run_dir: Path, config: TrainConfig) -> None:
+    """Write ``PLUGINS_FILE`` for a new run that uses a plugin's part (nothing otherwise)."""
+    parts = plugin_parts(config)
+    if parts:
+        write_atomic(run_dir / PLUGINS_FILE, json.dumps({"components": parts}, indent=2).encode())
 
 
 def record_session(run_dir: Path, device: torch.device, env_steps: int) -> None:
@@ -340,9 +380,10 @@ def resume_point(run_dir: Path, config: TrainConfig) -> tuple[RunLock, dict[str,
         manager.clean_temporaries()
         found = manager.load_latest(quarantine=True)
         if found is None and (run_dir / FINAL_FILE).exists():
-            raise ValueError(f"{run_dir} finished without checkpoints (it ran with keep_checkpoints=0, which "
-                             "removes them at the end), so it cannot be continued: train a new run with "
-                             "more --steps")
+            best = (f"; its best agent is still in {BEST_FILE} (`semzoo evaluate --best {run_dir}`)"
+                    if (run_dir / BEST_FILE).exists() else "")
+            raise ValueError(f"{run_dir} finished and cannot be continued: {missing_checkpoints(run_dir, config)}; "
+                             f"train a new run with more --steps{best}")
         if found is None:
             warnings.warn(f"{run_dir} has no checkpoint yet: starting the run from step 0", stacklevel=3)
             return lock, None

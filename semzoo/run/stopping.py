@@ -47,8 +47,12 @@ class RunStopped(KeyboardInterrupt):
         name = signal.Signals(signum).name
         if self.run_dirs:
             where = ", ".join(f"{d} at {s:,} env steps" for d, s in stopped if d is not None)
+            from semzoo.runfiles import plugin_flags, run_plugins
+
             resume = " ".join(f"--resume {d}" for d in self.run_dirs)
-            message = f"stopped by {name}; checkpoint saved for {where}: continue with `semzoo train {resume}`"
+            plugins = plugin_flags([plugin for d in self.run_dirs for plugin in run_plugins(d).values()])
+            message = (f"stopped by {name}; checkpoint saved for {where}: continue with "
+                       f"`semzoo {plugins}train {resume}`")
         else:
             steps = ", ".join(f"{s:,}" for s in self.env_steps)
             message = f"stopped by {name} at {steps} env steps (no run directory: nothing saved)"
