@@ -166,6 +166,17 @@ SMAX_FAMILY = "smax"
 """The env family of JaxMARL's SMAX (``smax:<map>``), whose runs name the rules they train on (``profile``)."""
 
 
+TeamReward = Literal["mean", "sum"]
+TEAM_REWARD_OF_FAMILY: dict[str, TeamReward] = {"lbf": "sum"}
+"""Env family -> the team reward ``team_reward='env'`` resolves to there; 'mean' for a family not named."""
+DEFAULT_TEAM_REWARD: TeamReward = "mean"
+
+
+def family_team_reward(env: str) -> TeamReward:
+    """The team reward ('mean' or 'sum') of the env id's family, which ``team_reward='env'`` resolves to."""
+    return TEAM_REWARD_OF_FAMILY.get(env.partition(":")[0], DEFAULT_TEAM_REWARD)
+
+
 def is_smax(env: str) -> bool:
     """Whether the env id names a SMAX map (``smax:2s3z``): the part before the first ':' is ``SMAX_FAMILY``."""
     return env.partition(":")[0] == SMAX_FAMILY
@@ -212,7 +223,11 @@ class TrainConfig:
     """Environments stepped in parallel; episodes are collected n_envs at a time, epsilon set once per batch (1:
     PyMARL's episode runner, batch_size_run 1)."""
     episode_limit: int | None = ranged(None, AT_LEAST_ONE)
-    """Maximum steps per episode; default: the environment's own limit."""
+    """Maximum steps per episode; default: the environment's own limit (its ``episode_limit``, ``max_cycles`` or
+    ``max_steps`` attribute, else 200, which the run's first lines then say)."""
+    team_reward: Literal["env", "mean", "sum"] = "env"
+    """How the agents' rewards make the team reward of a step: 'mean' or 'sum' over the agents present; 'env', the env
+    family's own ('sum' on lbf:, as EPyMARL sums LBF's rewards; 'mean' elsewhere). config.json stores the one used."""
     test_interval: int = ranged(10_000, AT_LEAST_ONE)
     """Env steps between greedy evaluations."""
     test_episodes: int = ranged(32, AT_LEAST_ONE)
