@@ -255,9 +255,10 @@ class TrainConfig:
     at a time, collection overlapping learning, bootstrapping at time limits, the target period counted in collected
     episodes). It fills the fields it names that are left at their defaults (`semzoo algos` lists them); a field
     given on the command line keeps its value."""
-    preset: Literal["none", "authors-smac", "authors-sparse"] = "none"
+    preset: Literal["none", "authors-smac", "authors-sparse", "epymarl-lbf"] = "none"
     """'authors-smac': the algorithm's SMAC setup as its authors ran it; 'authors-sparse': its sparse-reward SMAC
-    setup (LAGMA's, with `--env-arg reward=deaths` or `reward=sparse`). `semzoo algos` lists what each sets per
+    setup (LAGMA's, with `--env-arg reward=deaths` or `reward=sparse`); 'epymarl-lbf': EPyMARL's QMIX or VDN setup
+    for Level-Based Foraging (docs/lbf.md). `semzoo algos` lists what each sets per
     algorithm and map; it fills the fields it names that are left at their defaults, a field given on the command line
     keeps its value."""
     pinned: tuple[str, ...] = field(default=(), metadata={CLI: False})
