@@ -11,7 +11,7 @@ episodes (the epsilon-greedy episodes the learner trains on):
   sum_a dQ_tot/dQ_a (how much a change of every agent's utility moves Q_tot), and the mean absolute entries of the
   hypernetworks' outputs |W1(s)|, |w2(s)| and |b1(s)|;
 - ``|s|max``: the largest state entry (what the hypernetworks are fed);
-- by step of the episode: Q_tot, G and V(s) averaged over steps 0-9, 10-19, ... and over the last step of
+- by step of the episode: Q_tot, G, V(s) and the state's L2 norm averaged over steps 0-9, 10-19, ... and over the last step of
   episodes that ran to the limit (stored as terminal in the paper's runtime, while the state may carry no time).
 
 ``--fresh`` trains a short run first (``semzoo train`` with checkpoints every ``--every`` env steps), then reads it:
@@ -57,8 +57,9 @@ class Diagnosis:
     w1: float | None
     w2: float | None
     b1: float | None
-    by_step: list[tuple[str, float, float, float | None]]
-    """(steps, Q_tot, G, V(s)) per bucket of steps, then the last step of episodes that ran to the limit."""
+    by_step: list[tuple[str, float, float, float | None, float]]
+    """(steps, Q_tot, G, V(s), |s|) per bucket of steps, then the last step of episodes that ran to the limit; |s| is
+    the state's mean L2 norm."""
 
 
 def discounted_returns(reward_BT: torch.Tensor, mask_BT: torch.Tensor, gamma: float) -> torch.Tensor:
@@ -115,17 +116,18 @@ def _diagnose(trainer, episodes: int, env_steps: int) -> Diagnosis:
         gain = _mean(grad.sum(-1), mask)
     length = clean.mask.sum(1).long()
     t_index = torch.arange(mask.shape[1])[None, :].expand_as(mask)
-    by_step: list[tuple[str, float, float, float | None]] = []
+    norm_BT = state.norm(dim=-1)
+    by_step: list[tuple[str, float, float, float | None, float]] = []
     for first in range(0, mask.shape[1], BUCKET):
         sel = mask * ((t_index >= first) & (t_index < first + BUCKET))
         if sel.sum() > 0:
             by_step.append((f"{first}-{first + BUCKET - 1}", _mean(values.q_tot_BT, sel), _mean(reached, sel),
-                            None if v_BT is None else _mean(v_BT, sel)))
+                            None if v_BT is None else _mean(v_BT, sel), _mean(norm_BT, sel)))
     limit = trainer.max_t
     last = mask * (t_index == (length[:, None] - 1)) * (length[:, None] == limit)
     if last.sum() > 0:
         by_step.append((f"last ({limit})", _mean(values.q_tot_BT, last), _mean(reached, last),
-                        None if v_BT is None else _mean(v_BT, last)))
+                        None if v_BT is None else _mean(v_BT, last), _mean(norm_BT, last)))
     return Diagnosis(env_steps=env_steps, episodes=int(clean.mask.shape[0]), q_tot=_mean(values.q_tot_BT, mask),
                      target_y=_mean(y, mask), reached=_mean(reached, mask), reached_max=float(reached.max()),
                      agent_sum=_mean(chosen.sum(-1), mask), state_max=float(torch.abs(state).amax()),
@@ -147,8 +149,8 @@ def report(run: Path, diagnoses: list[Diagnosis]) -> list[str]:
                      f"| {_fmt(d.w2)} | {_fmt(d.b1)} | {d.state_max:.2f} |")
     last = diagnoses[-1]
     lines += ["", f"By step of the episode at {last.env_steps:,} env steps ({last.episodes} newest episodes):", "",
-              "| steps | Q_tot | G reached | V(s) |", "|---|---:|---:|---:|"]
-    lines += [f"| {steps} | {q:.3f} | {g:.3f} | {_fmt(v)} |" for steps, q, g, v in last.by_step]
+              "| steps | Q_tot | G reached | V(s) | state norm |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {steps} | {q:.3f} | {g:.3f} | {_fmt(v)} | {n:.2f} |" for steps, q, g, v, n in last.by_step]
     return lines
 
 

@@ -188,7 +188,7 @@ class TrainConfig:
     read the algorithm table, above this module); config.json stores the resolved config."""
 
     env: str = "smax:3m"
-    """Environment id: matrix:<game>, smax:<map>, smac:<map> or pz:<module>:<factory>."""
+    """Environment id: matrix:<game>, smax:<map>, smac:<map>, lbf:<task> or pz:<module>:<factory>."""
     env_args: dict[str, Any] = field(default_factory=dict, metadata={FLAG: "env-arg"})
     """Keyword arguments for the environment factory. On ``smax:<map>`` a run without ``profile`` trains with
     ``profile=smac`` where StarCraft II SMAC has the map (``profile=smax``: SMAX's own rules)."""
