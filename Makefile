@@ -13,7 +13,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= test,lint,mpe,smax,ray,tensorboard,plot
+EXTRAS ?= test,lint,mpe,smax,lbf,ray,tensorboard,plot
 
 .PHONY: install demo test test-slow test-isa test-pythons test-long lint bench docs
 

@@ -1,7 +1,8 @@
 """Environment ids -> PettingZoo ParallelEnvs.
 
 Ids: ``matrix:<game>``, ``smax:<map>`` (JaxMARL SMAX, extra ``semzoo[smax]``),
-``smac:<map>`` (StarCraft II SMAC), ``pz:<module>:<factory>`` for any importable
+``smac:<map>`` (StarCraft II SMAC), ``lbf:<task>`` (Level-Based Foraging, extra ``semzoo[lbf]``),
+``pz:<module>:<factory>`` for any importable
 ParallelEnv factory whose env has ``state()``, e.g. ``pz:mpe2.simple_spread_v3:parallel_env``,
 and any name given to ``register_env`` (from Python, or from a plugin module for the CLI).
 """
@@ -22,8 +23,9 @@ from semzoo.types import VecCTDEEnv
 if TYPE_CHECKING:
     from semzoo.config import TrainConfig
 
-ENV_KINDS = ("matrix", "smax", "smac", "pz")
-ENV_ID_HELP = "matrix:<game>, smax:<map>, smac:<map>, pz:<module>:<factory> or a name given to semzoo.register_env"
+ENV_KINDS = ("matrix", "smax", "smac", "lbf", "pz")
+ENV_ID_HELP = ("matrix:<game>, smax:<map>, smac:<map>, lbf:<task>, pz:<module>:<factory> or a name given to "
+               "semzoo.register_env")
 STATE_HOWTO = ("give the env a state() method that returns the global state as a flat array, and a state_space "
                "(gymnasium Box) of that shape; semzoo's mixers and episodic memory read it")
 
@@ -79,6 +81,10 @@ def make_env(env_id: str, **kwargs: Any) -> ParallelEnv:
         from semzoo.wrappers import smac
 
         return _call(smac.parallel_env, env_id, kwargs, rest)
+    if kind == "lbf" and rest:
+        from semzoo.envs import lbf
+
+        return check_env(_call(lbf.parallel_env, env_id, kwargs, rest), env_id)
     if kind == "pz" and rest:
         factory, module = _pz_factory(env_id, rest)
         # PettingZoo's env modules build every env from raw_env(**kwargs): its signature names the valid arguments.
@@ -171,9 +177,15 @@ def make_vec_env(config: TrainConfig) -> VecCTDEEnv:
         from semzoo.envs.smax import SMAXVecEnv, check_run_env_args
 
         check_run_env_args(config.env_args)  # seed and episode_limit come from the run's own config
+        if config.team_reward == "sum":
+            raise ValueError(f"team_reward='sum' on {config.env}: SMAX pays one team reward, not one per agent; use "
+                             "team_reward 'mean' (or 'env') there")
         return SMAXVecEnv(name, n_envs=config.n_envs, episode_limit=config.episode_limit, **config.env_args)
     from semzoo.wrappers.ctde import CTDEVecEnv
 
     # CTDEVecEnv builds its first env in this process (sync and async), so a bad id or argument fails here.
     fns = [lambda: make_env(config.env, **config.env_args) for _ in range(config.n_envs)]
-    return CTDEVecEnv(fns, episode_limit=config.episode_limit, name=config.env)
+    from semzoo.config import family_team_reward
+
+    reduction = family_team_reward(config.env) if config.team_reward == "env" else config.team_reward
+    return CTDEVecEnv(fns, episode_limit=config.episode_limit, name=config.env, reward_reduction=reduction)

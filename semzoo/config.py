@@ -166,6 +166,17 @@ SMAX_FAMILY = "smax"
 """The env family of JaxMARL's SMAX (``smax:<map>``), whose runs name the rules they train on (``profile``)."""
 
 
+TeamReward = Literal["mean", "sum"]
+TEAM_REWARD_OF_FAMILY: dict[str, TeamReward] = {"lbf": "sum"}
+"""Env family -> the team reward ``team_reward='env'`` resolves to there; 'mean' for a family not named."""
+DEFAULT_TEAM_REWARD: TeamReward = "mean"
+
+
+def family_team_reward(env: str) -> TeamReward:
+    """The team reward ('mean' or 'sum') of the env id's family, which ``team_reward='env'`` resolves to."""
+    return TEAM_REWARD_OF_FAMILY.get(env.partition(":")[0], DEFAULT_TEAM_REWARD)
+
+
 def is_smax(env: str) -> bool:
     """Whether the env id names a SMAX map (``smax:2s3z``): the part before the first ':' is ``SMAX_FAMILY``."""
     return env.partition(":")[0] == SMAX_FAMILY
@@ -177,7 +188,7 @@ class TrainConfig:
     read the algorithm table, above this module); config.json stores the resolved config."""
 
     env: str = "smax:3m"
-    """Environment id: matrix:<game>, smax:<map>, smac:<map> or pz:<module>:<factory>."""
+    """Environment id: matrix:<game>, smax:<map>, smac:<map>, lbf:<task> or pz:<module>:<factory>."""
     env_args: dict[str, Any] = field(default_factory=dict, metadata={FLAG: "env-arg"})
     """Keyword arguments for the environment factory. On ``smax:<map>`` a run without ``profile`` trains with
     ``profile=smac`` where StarCraft II SMAC has the map (``profile=smax``: SMAX's own rules)."""
@@ -213,7 +224,11 @@ class TrainConfig:
     """Environments stepped in parallel; episodes are collected n_envs at a time, epsilon set once per batch (1:
     PyMARL's episode runner, batch_size_run 1)."""
     episode_limit: int | None = ranged(None, AT_LEAST_ONE)
-    """Maximum steps per episode; default: the environment's own limit."""
+    """Maximum steps per episode; default: the environment's own limit (its ``episode_limit``, ``max_cycles`` or
+    ``max_steps`` attribute, else 200, which the run's first lines then say)."""
+    team_reward: Literal["env", "mean", "sum"] = "env"
+    """How the agents' rewards make the team reward of a step: 'mean' or 'sum' over the agents present; 'env', the env
+    family's own ('sum' on lbf:, as EPyMARL sums LBF's rewards; 'mean' elsewhere). config.json stores the one used."""
     test_interval: int = ranged(10_000, AT_LEAST_ONE)
     """Env steps between greedy evaluations."""
     test_episodes: int = ranged(32, AT_LEAST_ONE)
@@ -241,9 +256,10 @@ class TrainConfig:
     at a time, collection overlapping learning, bootstrapping at time limits, the target period counted in collected
     episodes). It fills the fields it names that are left at their defaults (`semzoo algos` lists them); a field
     given on the command line keeps its value."""
-    preset: Literal["none", "authors-smac", "authors-sparse"] = "none"
+    preset: Literal["none", "authors-smac", "authors-sparse", "epymarl-lbf"] = "none"
     """'authors-smac': the algorithm's SMAC setup as its authors ran it; 'authors-sparse': its sparse-reward SMAC
-    setup (LAGMA's, with `--env-arg reward=deaths` or `reward=sparse`). `semzoo algos` lists what each sets per
+    setup (LAGMA's, with `--env-arg reward=deaths` or `reward=sparse`); 'epymarl-lbf': EPyMARL's QMIX or VDN setup
+    for Level-Based Foraging (docs/lbf.md). `semzoo algos` lists what each sets per
     algorithm and map; it fills the fields it names that are left at their defaults, a field given on the command line
     keeps its value."""
     pinned: tuple[str, ...] = field(default=(), metadata={CLI: False})

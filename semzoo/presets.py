@@ -1,6 +1,7 @@
 """Runtimes and presets: how episodes are collected (``--runtime pymarl``, the default, or ``semzoo-0.2``), and a
 baseline's domain configuration as its authors ran it (``--preset authors-smac``; ``--preset authors-sparse`` on
-sparse rewards), each by one name.
+sparse rewards), and EPyMARL's setup of QMIX and VDN for Level-Based Foraging (``--preset epymarl-lbf``), each by
+one name.
 
 A runtime names the fields it sets (``RUNTIMES``). A preset is a list of rules; each names the algorithm ids it
 applies to and the config fields it sets, with the authors' file that says so. For an id, the runtime's fields
@@ -20,6 +21,10 @@ when a run is built: the config stands below the algorithm table, which the rule
                                    VQ-VAE every 40 and codebook every 10 episodes (3m and 2s3z; 10 and 20 with
                                    epsilon over 500k on 2m_vs_1z); refused on 8m, whose file does not say
                                    (aailabkaist/LAGMA)
+    epymarl-lbf, <memory->qmix/vdn EPyMARL's qmix.yaml / vdn.yaml with its default.yaml and gymma.yaml: no last
+                                   action in the input, team reward the sum, 100 test episodes every 50k, limit 50
+                                   (uoe-agents/epymarl); its reward standardisation and feed-forward agent are not
+                                   built, and a run says so
 """
 
 from __future__ import annotations
@@ -58,6 +63,8 @@ class PresetRule:
     reward_args: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     """Env family -> the env args that give ``reward`` there (``smax``: ``reward=deaths``), their defaults as the
     family's own (``reward_defaults``); a family not named has no such reward in semzoo."""
+    departures: str = ""
+    """What the source sets that semzoo does not build, in words ('' for nothing): a run is told so at its start."""
 
 
 _QPLEX_SMAC = PresetRule(
@@ -97,11 +104,44 @@ _LAGMA_SPARSE = PresetRule(
     reward="LAGMA's sparse SMAC reward (aailabkaist/LAGMA config/envs/sc2_sparse.yaml)",
     reward_args={"smax": {"reward": "deaths"}},
 )
+_EPYMARL = "uoe-agents/epymarl src/config/"
+_EPYMARL_COMMON = {
+    # default.yaml: lr, batch_size, hidden_dim, gamma, optim_alpha, optim_eps, grad_norm_clip, reward_scalarisation
+    "learner.lr": 0.0005, "learner.batch_size": 32, "agent.hidden_dim": 64, "learner.gamma": 0.99,
+    "learner.rms_alpha": 0.99, "learner.rms_eps": 0.00001, "learner.grad_clip": 10.0, "team_reward": "sum",
+    # algs/qmix.yaml and algs/vdn.yaml: buffer_size, target_update_interval_or_tau (counted in updates, one per
+    # episode in the episode runner), epsilon_*, obs_agent_id, obs_last_action, double_q
+    "learner.buffer_size": 5000, "learner.target_update_episodes": 200, "exploration.epsilon_start": 1.0,
+    "exploration.epsilon_finish": 0.05, "exploration.epsilon_anneal_steps": 50_000, "agent.obs_agent_id": True,
+    "agent.obs_last_action": False, "learner.double_q": True,
+    # envs/gymma.yaml: test_nepisode, test_interval; README's LBF command: env_args.time_limit=50
+    "test_episodes": 100, "test_interval": 50_000, "episode_limit": 50,
+}
+_EPYMARL_SOURCE = (f"{_EPYMARL}default.yaml, algs/qmix.yaml or algs/vdn.yaml, envs/gymma.yaml and the README's LBF "
+                   "command (time_limit=50)")
+_EPYMARL_DEPARTURES = ("standardise_rewards: True (rewards standardised by a running mean and variance) and use_rnn: "
+                       "False (a feed-forward agent), which semzoo does not build: the run takes raw rewards and a "
+                       "GRU agent")
+_EPYMARL_QMIX = PresetRule(
+    applies_to="qmix and <memory>-qmix",
+    matches=lambda algo: algo.mixer == "qmix",
+    fields={**_EPYMARL_COMMON, "qmix.embed_dim": 32, "qmix.hypernet_dim": 64},  # mixing_embed_dim, hypernet_embed
+    source=_EPYMARL_SOURCE.replace(" or algs/vdn.yaml", ""),
+    departures=_EPYMARL_DEPARTURES,
+)
+_EPYMARL_VDN = PresetRule(
+    applies_to="vdn and <memory>-vdn",
+    matches=lambda algo: algo.mixer == "vdn",
+    fields=dict(_EPYMARL_COMMON),
+    source=_EPYMARL_SOURCE.replace("algs/qmix.yaml or ", ""),
+    departures=_EPYMARL_DEPARTURES,
+)
 REWARD_DEFAULTS: dict[str, dict[str, Any]] = {"smax": {"reward": "dense"}}
 """Env family -> the defaults of the env args a preset's ``reward_args`` name (SMAX's own dense reward)."""
 
 PRESETS: dict[str, tuple[PresetRule, ...]] = {"authors-smac": (_QPLEX_SMAC, _EMC_SMAC),
-                                              "authors-sparse": (_LAGMA_SPARSE,)}
+                                              "authors-sparse": (_LAGMA_SPARSE,),
+                                              "epymarl-lbf": (_EPYMARL_QMIX, _EPYMARL_VDN)}
 """Preset name -> its rules, in the order they are merged."""
 
 DEFAULT_RUNTIME = "pymarl"
@@ -205,6 +245,18 @@ def preset_reward_mismatch(config: TrainConfig, algo: AlgorithmId | None = None)
     return None
 
 
+def preset_departures(config: TrainConfig, algo: AlgorithmId | None = None) -> str | None:
+    """The line that names what ``config.preset``'s source sets for ``config.algo`` and semzoo does not build
+    (EPyMARL's reward standardisation), None where nothing: a user who asked for that setup should hear it."""
+    if config.preset == NO_PRESET or config.preset not in PRESETS:
+        return None
+    algo = _parsed(algo or config.algo)
+    for rule in PRESETS[config.preset]:
+        if rule.departures and rule.matches(algo):
+            return f"--preset {config.preset} for {config.algo}: its source also sets {rule.departures}"
+    return None
+
+
 def runtime_fields(runtime: str) -> dict[str, Any]:
     """The fields ``runtime`` sets (``key`` -> value); ValueError for an unknown name."""
     if runtime not in RUNTIMES:
@@ -254,8 +306,9 @@ def describe_presets() -> list[str]:
         for rule in rules:
             on_maps = "".join(f"; on {map_name}: {_fields_text(fields)}" for map_name, fields in rule.per_map.items())
             refused = "".join(f"; refused on {map_name} ({why})" for map_name, why in rule.unbuilt.items())
-            lines.append(f"--preset {name}, {rule.applies_to}: {_fields_text(rule.fields)}{on_maps}{refused}  "
-                         f"[{rule.source}]")
+            departs = f"; not built: {rule.departures.partition(', which')[0]}" if rule.departures else ""
+            lines.append(f"--preset {name}, {rule.applies_to}: {_fields_text(rule.fields)}{on_maps}{refused}"
+                         f"{departs}  [{rule.source}]")
     return lines
 
 
@@ -265,5 +318,5 @@ def _fields_text(fields: Mapping[str, Any]) -> str:
 
 
 __all__ = ["DEFAULT_RUNTIME", "NO_PRESET", "PRESETS", "RUNTIMES", "PresetRule", "apply_preset", "check_preset_map",
-           "describe_presets", "preset_fields", "preset_reward_mismatch", "resolved_fields", "runtime_fields",
+           "describe_presets", "preset_departures", "preset_fields", "preset_reward_mismatch", "resolved_fields", "runtime_fields",
            "unused_preset"]

@@ -6,7 +6,8 @@ what runs, in one step that every entry point takes (``train``, ``Trainer``, ``t
 CLI before it prints the memory plan):
 
     config  --resolve-->  ResolvedRun(config with the runtime's and the preset's fields filled in, algo parsed,
-                                      ``smax:<map>``'s env arguments with their profile: SMAC's on a SMAC map)
+                                      ``smax:<map>``'s env arguments with their profile: SMAC's on a SMAC map,
+                          ``team_reward`` the env family's: sum on ``lbf:``, else mean)
                           --algos.build-->  agent, mixer, memory, learner
 
 Every part of a run is then built from the ``ResolvedRun``: the algorithm table's row and the memory's name come from
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from semzoo.algos import AlgorithmId, parse_algorithm
-from semzoo.config import TrainConfig, is_smax
+from semzoo.config import TrainConfig, family_team_reward, is_smax
 from semzoo.presets import apply_preset
 
 
@@ -53,7 +54,8 @@ def resolve(config: TrainConfig | ResolvedRun) -> ResolvedRun:
     if not isinstance(config, TrainConfig):
         raise TypeError(f"resolve got {config!r}: expected a semzoo.TrainConfig")
     algo = parse_algorithm(config.algo)
-    return ResolvedRun(apply_preset(with_env_profile(config), algo), algo)
+    # the preset before the family's team reward: a preset that sets one (epymarl-lbf: sum) finds the default 'env'
+    return ResolvedRun(with_team_reward(apply_preset(with_env_profile(config), algo)), algo)
 
 
 def with_env_profile(config: TrainConfig) -> TrainConfig:
@@ -68,4 +70,12 @@ def with_env_profile(config: TrainConfig) -> TrainConfig:
     return dataclasses.replace(config, env_args={**config.env_args, "profile": default_profile(map_name)})
 
 
-__all__ = ["ResolvedRun", "resolve", "with_env_profile"]
+def with_team_reward(config: TrainConfig) -> TrainConfig:
+    """``config`` with ``team_reward='env'`` replaced by its env family's ('sum' on ``lbf:``, else 'mean'), so
+    config.json says which team reward the run trained on. 'mean' and 'sum' are returned as they are."""
+    if config.team_reward != "env":
+        return config
+    return dataclasses.replace(config, team_reward=family_team_reward(config.env))
+
+
+__all__ = ["ResolvedRun", "resolve", "with_env_profile", "with_team_reward"]

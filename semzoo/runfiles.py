@@ -47,10 +47,12 @@ TENSORBOARD_DIR = "tensorboard"
 TIMING_METRICS = frozenset({"steps_per_s", "time_collect_s", "time_learn_s", "test_time_s", "checkpoint_time_s",
                             "checkpoint_mb"})
 """Metrics that measure the machine, not the learning: they differ between identical runs."""
-STORED_BEFORE: dict[str, Any] = {"sequential": True, "runtime": "semzoo-0.2", "learner": {"target_count": "collected"}}
+STORED_BEFORE: dict[str, Any] = {"sequential": True, "runtime": "semzoo-0.2", "team_reward": "mean",
+                                 "learner": {"target_count": "collected"}}
 """The value a stored run was trained with for each field its config.json or checkpoint may lack: a run stored
 without the key collected and learned one after the other, in the overlapped runtime ('semzoo-0.2'), with the
-target period counted in collected episodes, so reading it with the defaults would change it. A section's keys sit
+target period counted in collected episodes, with the agents' mean reward as the team reward, so reading it with the
+defaults would change it. A section's keys sit
 under its name."""
 SMAX_OWN_PROFILE = "smax"
 """The profile of a ``smax:<map>`` run whose config.json names none: it trained on SMAX's own rules (a run names the

@@ -7,7 +7,7 @@ from typing import Any
 from semzoo.config import ConfigField
 
 SPECIAL = {"env": "matrix:penalty", "env_args": {"k": -10}, "algo": "qmix", "out": "elsewhere", "run_name": "named",
-           "device": "cpu", "episode_limit": 7, "memory.miss_rule": "zero",
+           "device": "cpu", "episode_limit": 7, "team_reward": "sum", "memory.miss_rule": "zero",
            "learner.replay_dtype": "float16", "learner.replay_device": "run", "curiosity.curiosity_floor": 0.0001,
            "emu.emu_desirable_return": 8.0, "preset": "authors-smac", "qplex.qplex_transformation": "qatten",
            "qplex.qplex_lambda_layers": 1, "learner.learn_start_episodes": 100,

@@ -219,7 +219,8 @@ def captured_config(monkeypatch, tmp_path):
 def test_train_without_flags_is_the_default_config(captured_config):
     result = invoke("train")
     assert result.exit_code == 0, result.output
-    assert captured_config == [replace(TrainConfig(), env_args={"profile": "smac"})]  # SMAC's rules on 3m
+    # SMAC's rules on 3m, and the agents' mean reward (the team reward of every family but lbf:)
+    assert captured_config == [replace(TrainConfig(), env_args={"profile": "smac"}, team_reward="mean")]
 
 
 def cli_args(f, value) -> list[str]:

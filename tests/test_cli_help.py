@@ -121,7 +121,8 @@ def test_each_flag_sits_in_its_panel(flag, panel):
     for line in text.splitlines():
         if re.fullmatch(r"\S.* options( \(.*\))?:", line):
             section = line.partition(" options")[0]
-        elif line.strip().startswith(flag + " ") or line.strip().startswith(flag + " /") or line.strip() == flag:
+        # an option's own line starts in the option column; a wrapped help line may also begin with a flag's name
+        elif line.startswith(f"  {flag} ") or line.rstrip() == f"  {flag}":
             assert section == panel, f"{flag} is under {section!r}"
             return
     pytest.fail(f"{flag} not in train --help")

@@ -20,6 +20,7 @@ from semzoo.config import (
     TrainConfig,
     component_fields,
     config_fields,
+    family_team_reward,
     field_docs,
     registered_components,
 )
@@ -169,6 +170,8 @@ def test_every_field_round_trips_through_to_dict_with_a_non_default_value(f):
     family, _, map_name = expected["env"].partition(":")
     if family == "smax" and "profile" not in expected["env_args"]:  # a smax map resolves with its default profile
         expected["env_args"] = {**expected["env_args"], "profile": default_profile(map_name)}
+    if expected["team_reward"] == "env":  # and with its family's team reward
+        expected["team_reward"] = family_team_reward(expected["env"])
     assert config.to_dict() == expected
 
 

@@ -41,7 +41,8 @@ def test_authors_smac_preset_leaves_the_other_baselines_at_the_defaults(algo):
     assert preset_fields("authors-smac", algo) == {}
     assert resolved_config(algo=algo, preset="authors-smac").to_dict() == {**TrainConfig(algo=algo).to_dict(),
                                                                        "preset": "authors-smac",
-                                                                       "env_args": {"profile": "smac"}}  # on 3m
+                                                                       "env_args": {"profile": "smac"},  # on 3m
+                                                                       "team_reward": "mean"}
 
 
 def test_a_field_given_another_value_keeps_it_under_the_preset():

@@ -95,7 +95,8 @@ def test_a_runtime_sets_its_fields_and_a_pinned_field_keeps_its_value_even_at_th
     assert resolved_config(runtime="semzoo-0.2", n_envs=1, pinned=("n_envs",)).n_envs == 1
     assert resolved_config(runtime="semzoo-0.2", n_envs=1).n_envs == 8  # not pinned: the runtime fills a default
     assert resolved_config(runtime="pymarl").to_dict() == TrainConfig().to_dict() | {"runtime": "pymarl",
-                                                                                     "env_args": {"profile": "smac"}}
+                                                                                     "env_args": {"profile": "smac"},
+                                                                                     "team_reward": "mean"}
     for name, fields in RUNTIMES.items():  # each runtime names the same parts
         assert set(fields) == set(RUNTIMES["pymarl"]), name
 

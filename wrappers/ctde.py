@@ -11,6 +11,8 @@ Decisions (see docs/design.md):
 - Observations of different sizes are zero-padded to the largest; action spaces of
   different sizes are padded with unavailable actions.
 - Team reward: the mean (default) or sum of the agents' rewards at that step.
+- The episode limit: the one given, else the env's ``episode_limit``, ``max_cycles`` or ``max_steps`` attribute
+  (on the env, then its ``unwrapped`` env), else 200 with a warning (``fallback_note``).
 - The episode ends when no agent is left or ``episode_limit`` steps were taken. It is
   *terminated* when an agent reported termination and none truncation; otherwise
   (time limit, the adapter's own limit) it is *truncated* and the learner bootstraps.
@@ -18,6 +20,7 @@ Decisions (see docs/design.md):
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -36,6 +39,10 @@ STATE_DTYPE_KINDS = "fiub"
 ACTION_MASK_KEY = "action_mask"
 OBSERVATION_KEY = "observation"
 DEFAULT_EPISODE_LIMIT = 200
+"""The step limit of an env that publishes none (``EPISODE_LIMIT_ATTRIBUTES``) when the run gives none either."""
+EPISODE_LIMIT_ATTRIBUTES = ("episode_limit", "max_cycles", "max_steps")
+"""The attributes read, in this order, on the env and then its ``unwrapped`` env, for its step limit (a positive int):
+SMAC's and semzoo's ``episode_limit``, MPE's ``max_cycles``, ``max_steps``."""
 INFO_KEYS = ("battle_won",)
 """Per-episode facts copied from the agents' infos into the team info."""
 TERMINATED_KEY = "ctde_terminated"
@@ -46,11 +53,18 @@ TRUNCATED_KEY = "ctde_truncated"
 def _episode_limit_of(env: ParallelEnv) -> int | None:
     """The env's own step limit where it publishes one (SMAC, semzoo matrix games, MPE's max_cycles)."""
     for holder in (env, getattr(env, "unwrapped", env)):
-        for name in ("episode_limit", "max_cycles", "max_steps"):
+        for name in EPISODE_LIMIT_ATTRIBUTES:
             value = getattr(holder, name, None)
             if isinstance(value, (int, np.integer)) and value > 0:
                 return int(value)
     return None
+
+
+def fallback_note(env_name: str) -> str:
+    """The line that says a run cuts the episodes of ``env_name`` at ``DEFAULT_EPISODE_LIMIT`` steps for want of a limit."""
+    return (f"env {env_name!r} publishes no episode limit (an int attribute {', '.join(EPISODE_LIMIT_ATTRIBUTES)} on "
+            f"the env or its unwrapped env): its episodes are cut at {DEFAULT_EPISODE_LIMIT} steps, as truncations; give "
+            "the env one of those attributes, or --episode-limit")
 
 
 def _obs_size(space: spaces.Space) -> int:
@@ -187,6 +201,8 @@ class CTDEEnv(gymnasium.Env):
         self.reward_reduction = reward_reduction
         own_limit = _episode_limit_of(env)
         self.episode_limit = int(episode_limit or own_limit or DEFAULT_EPISODE_LIMIT)
+        self.episode_limit_fallback = not episode_limit and not own_limit
+        """True when neither the caller nor the env gave a limit, so the episode is cut at ``DEFAULT_EPISODE_LIMIT``."""
 
         n, o, u, s = self.n_agents, self.obs_dim, self.n_actions, self.state_dim
         self.observation_space = spaces.Dict(
@@ -302,6 +318,8 @@ class CTDEVecEnv:
         self.state_dim = probe.state_dim
         self.n_actions = probe.n_actions
         self.episode_limit = probe.episode_limit
+        if probe.episode_limit_fallback:
+            warnings.warn(fallback_note(probe.name or type(probe.env).__name__), stacklevel=2)
         self.agent_names = list(probe.agent_names)
         self.state_layout = probe.state_layout
         if async_:

@@ -129,6 +129,8 @@ def envs() -> None:
     for line in smac_rules.profile_lines():
         typer.echo(line)
     typer.echo("")
+    _echo_lbf()
+    typer.echo("")
     typer.echo("Any PettingZoo ParallelEnv factory with state() (pz:<module>:<factory>), e.g.:")
     typer.echo("  pz:mpe2.simple_spread_v3:parallel_env   MPE2 cooperative navigation (extra semzoo[mpe])")
     typer.echo("")
@@ -159,6 +161,23 @@ def _echo_registered_envs() -> None:
         doc = (inspect.getdoc(factory) or "").strip().splitlines()
         summary = f"  {doc[0]}" if doc else ""
         typer.echo(f"  {name:<{width}}({arguments}){summary}")
+
+
+def _echo_lbf() -> None:
+    """The Level-Based Foraging lines of `envs`: EPyMARL's benchmark tasks, or the extra that gives them."""
+    from semzoo.envs import lbf
+    from semzoo.errors import MissingDependency
+
+    typer.echo("Level-Based Foraging: lbf:<task> (lbforaging, extra semzoo[lbf]), as EPyMARL's gymma wrapper runs it: "
+               "team reward the sum of the agents', 50-step limit; --env-arg state=scaled scales the state.")
+    try:
+        count = len(lbf.available_tasks())
+    except MissingDependency:
+        typer.echo(f"  not installed: {lbf.INSTALL_HINT}")
+        return
+    typer.echo(f"  {count} tasks: Foraging[-2s]-<size>x<size>-<n>p-<m>f[-coop]-v3; EPyMARL's benchmark:")
+    for task in lbf.PAPER_TASKS:
+        typer.echo(f"  lbf:{task}")
 
 
 @app.command("memory-cost")

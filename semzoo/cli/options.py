@@ -35,7 +35,7 @@ SECTION_PANELS = {"agent": ALGORITHM_PANEL, "qmix": ALGORITHM_PANEL, "qplex": AL
 """Config section -> its panel; a section not named here gets a panel of its own name (``panel_of``)."""
 FIELD_PANELS = {
     "env": RUN_PANEL, "env_args": RUN_PANEL, "algo": RUN_PANEL, "steps": RUN_PANEL, "seed": RUN_PANEL,
-    "seeds": RUN_PANEL, "resume": RUN_PANEL, "episode_limit": RUN_PANEL,
+    "seeds": RUN_PANEL, "resume": RUN_PANEL, "episode_limit": RUN_PANEL, "team_reward": RUN_PANEL,
     "preset": ALGORITHM_PANEL, "set": ALGORITHM_PANEL,
     "runtime": RUNTIME_PANEL, "n_envs": RUNTIME_PANEL, "sequential": RUNTIME_PANEL,
     "device": SPEED_PANEL, "threads": SPEED_PANEL, "group_collect": SPEED_PANEL, "compile_update": SPEED_PANEL,

@@ -36,7 +36,7 @@ import numpy as np
 
 from semzoo.config import TrainConfig
 from semzoo.learners.stacked import StackedUpdate
-from semzoo.presets import preset_reward_mismatch, unused_preset
+from semzoo.presets import preset_departures, preset_reward_mismatch, unused_preset
 from semzoo.resolution import ResolvedRun, resolve
 from semzoo.run import memory_plan
 from semzoo.run.group_runner import GroupRunner
@@ -133,7 +133,8 @@ class MultiTrainer:
             run = memory_plan.fit_to_env(run, sizes)  # once for the group: its runs take the fitted config
             memory_plan.check(run, sizes, runs=len(seeds))
         config = run.config
-        for note in (unused_preset(config, run.algo), preset_reward_mismatch(config, run.algo)):
+        for note in (unused_preset(config, run.algo), preset_reward_mismatch(config, run.algo),
+                     preset_departures(config, run.algo)):
             if note is not None:
                 warnings.warn(note, stacklevel=2)
         trainers: list[Trainer] = []

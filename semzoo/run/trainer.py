@@ -52,7 +52,7 @@ from semzoo import algos
 from semzoo.agents.rnn import RNNAgent, flatten_rnns
 from semzoo.config import TrainConfig
 from semzoo.envs.registry import make_vec_env
-from semzoo.presets import preset_reward_mismatch, unused_preset
+from semzoo.presets import preset_departures, preset_reward_mismatch, unused_preset
 from semzoo.replay.buffer import EpisodeReplayBuffer
 from semzoo.resolution import ResolvedRun, resolve
 from semzoo.run import memory_plan
@@ -612,7 +612,8 @@ def train(config: TrainConfig | ResolvedRun, *, progress: Progress | bool = True
     ``progress``: True shows progress on stderr (``ConsoleProgress``), False nothing, or a callable.
     """
     run = resolve(config)
-    for note in (unused_preset(run.config, run.algo), preset_reward_mismatch(run.config, run.algo)):
+    for note in (unused_preset(run.config, run.algo), preset_reward_mismatch(run.config, run.algo),
+                 preset_departures(run.config, run.algo)):
         if note is not None:
             warnings.warn(note, stacklevel=2)
     run_dir = new_run_dir(run.config)
