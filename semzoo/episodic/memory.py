@@ -37,7 +37,7 @@ sections and the run facts it reads, never the whole TrainConfig.
     env_step_interval, on_env_steps(env_steps)               each time the run passes a multiple of the interval
     state_dict(), load_state_dict(state), nbytes, metrics()  checkpoints (exact resume) and the logged figures; a
                                                              table's metrics include memory_merge_rate and
-                                                             memory_cross_hit_rate (semzoo.episodic.usage.TableUsage)
+                                                             memory_cross_hit_rate (semzoo.episodic.hash_table.TableUsage)
 
 Phase 2 hooks use tensor ops only, with no Python branch on a tensor's value, and read nothing of the
 memory but its fixed settings: the multi-seed update (semzoo.learners.stacked) runs them once for all runs
