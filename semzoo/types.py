@@ -10,7 +10,7 @@ O = observation size, S = state size, U = actions per agent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
@@ -272,3 +272,5 @@ class OnlineValues:
     """Q_a(tau, u) of every slot and action, [B,T+1,A,U], with gradient."""
     q_tot_BT: torch.Tensor
     """Q_tot(tau_t, u_t, s_t) of the taken joint actions, [B,T], with gradient."""
+    logged: dict[str, torch.Tensor] = field(default_factory=dict, kw_only=True)
+    """Further values [B,T] without gradient, each logged after ``q_tot`` as its mean over real steps (WQMIX's q_star)."""

@@ -263,13 +263,14 @@ def test_saem_tells_two_joint_actions_in_the_same_state_apart():
 def record_lookups(memory: EpisodicMemory) -> list[np.ndarray]:
     """The keys of every lookup of ``memory`` from now on (a lookup counts as an access for LFU eviction)."""
     looked_up: list[np.ndarray] = []
-    table_lookup = memory.lookup_merged
+    table = memory._table  # every probe of the memory, lookup_batch's included, goes through its LFU table
+    table_lookup = table.lookup_merged
 
     def lookup(keys):
         looked_up.append(np.asarray(keys).copy())
         return table_lookup(keys)
 
-    memory.lookup_merged = lookup  # type: ignore[method-assign]
+    table.lookup_merged = lookup  # type: ignore[method-assign]
     return looked_up
 
 

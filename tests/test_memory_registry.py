@@ -185,3 +185,12 @@ def test_a_user_memory_trains_by_id_from_the_cli_and_resumes_exactly(tmp_path):
                                    logs=("memory_target_syncs", "loss_em"))
     assert a["counters"]["env_steps"] >= 300 and a["memory"]["updates"] == a["counters"]["updates"] > 0
 
+
+
+def test_a_memory_states_what_it_adds_to_the_loss_by_the_hooks_it_overrides():
+    from semzoo.episodic.memory import memory_class
+
+    adds = {name: (cls.adds_reward, cls.adds_target, cls.adds_loss)
+            for name in ("sem", "saem", "mc", "emc", "emu", "lagma") for cls in [memory_class(name)]}
+    assert adds == {"sem": (False, True, False), "saem": (False, True, False), "mc": (False, True, False),
+                    "emc": (True, False, True), "emu": (True, False, False), "lagma": (True, False, False)}

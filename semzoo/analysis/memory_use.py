@@ -19,7 +19,7 @@ MEMORY_DIAGNOSTICS = (("memory_hit_rate", "hit rate", "last"), ("memory_merge_ra
                       ("reward_incentive", "incentive, mean", "mean"), ("reward_curiosity", "curiosity, mean", "mean"),
                       ("lagma_codes_used", "codes in use", "last"), ("lagma_perplexity", "code perplexity", "last"),
                       ("lagma_reward_extrinsic", "extrinsic reward, mean", "mean"))
-"""The figures that show a memory acting (semzoo.episodic.usage.TableUsage; a codebook memory's, LAGMA's, from
+"""The figures that show a memory acting (semzoo.episodic.hash_table.TableUsage; a codebook memory's, LAGMA's, from
 semzoo.episodic.lagma): metric, column, how a run's rows become one number ("last": the last row, a rate since the
 run started, except the hit rate, that of its last window, and the codes in use and their perplexity, those of the
 states stored since the row before; "mean": the mean over the run's rows). A run that does not log ``memory_merge_rate``

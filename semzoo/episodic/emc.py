@@ -47,6 +47,7 @@ import numpy as np
 import torch
 
 from semzoo.episodic.curiosity import Curiosity, default_float_bytes
+from semzoo.episodic.hash_table import TableUsage
 from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, register_memory
 from semzoo.episodic.nearest import NearestIndex
 from semzoo.episodic.plans import emc_bytes
@@ -55,7 +56,6 @@ from semzoo.episodic.sem import project_fixed_order
 from semzoo.episodic.settings import EMCSettings
 from semzoo.episodic.target import scatter
 from semzoo.episodic.tolerance import AllClose
-from semzoo.episodic.usage import TableUsage
 
 if TYPE_CHECKING:
     from semzoo.episodic.setup import MemorySetup

@@ -54,6 +54,7 @@ import torch
 from torch import nn
 
 from semzoo.episodic.curiosity import Curiosity, default_float_bytes
+from semzoo.episodic.hash_table import TableUsage
 from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, register_memory
 from semzoo.episodic.nearest import NearestIndex
 from semzoo.episodic.plans import embedder_parameter_count, emu_bytes
@@ -61,7 +62,6 @@ from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.settings import EMUSettings
 from semzoo.episodic.target import scatter
 from semzoo.episodic.tolerance import EMU_DELTA, ZBox
-from semzoo.episodic.usage import TableUsage
 
 if TYPE_CHECKING:
     from semzoo.episodic.setup import MemorySetup

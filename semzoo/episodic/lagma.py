@@ -73,7 +73,7 @@ Diagnostics (``metrics``): ``lagma_codes_used`` and ``lagma_perplexity`` (exp of
 stored since the last row), ``memory_hit_rate`` (the share of the updates' looked-up steps, real steps without a real
 end, on the reference sequence: where the incentive can act), ``lagma_reward_extrinsic`` (the mean extrinsic reward per
 real step of the same batches, beside the learner's ``reward_incentive``), the VQ-VAE's losses, and SEM's two rates
-(semzoo.episodic.usage.TableUsage) with a code as the entry: ``memory_merge_rate``, the share of stored steps whose
+(semzoo.episodic.hash_table.TableUsage) with a code as the entry: ``memory_merge_rate``, the share of stored steps whose
 code an earlier episode had visited, and ``memory_cross_hit_rate``, the share of looked-up steps on the sequence whose
 code more than one stored episode has visited. Visits are counted when an episode is stored, with the encoder of then.
 """
@@ -90,11 +90,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from semzoo.episodic.hash_table import TableUsage
 from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, MemoryDoesNotFitEnv, register_memory
 from semzoo.episodic.plans import lagma_bytes, vqvae_parameter_count
 from semzoo.episodic.returns import discounted_returns
 from semzoo.episodic.settings import LAGMASettings
-from semzoo.episodic.usage import TableUsage
 
 if TYPE_CHECKING:
     from semzoo.episodic.setup import MemorySetup

@@ -37,7 +37,7 @@ sections and the run facts it reads, never the whole TrainConfig.
     env_step_interval, on_env_steps(env_steps)               each time the run passes a multiple of the interval
     state_dict(), load_state_dict(state), nbytes, metrics()  checkpoints (exact resume) and the logged figures; a
                                                              table's metrics include memory_merge_rate and
-                                                             memory_cross_hit_rate (semzoo.episodic.usage.TableUsage)
+                                                             memory_cross_hit_rate (semzoo.episodic.hash_table.TableUsage)
 
 Phase 2 hooks use tensor ops only, with no Python branch on a tensor's value, and read nothing of the
 memory but its fixed settings: the multi-seed update (semzoo.learners.stacked) runs them once for all runs
@@ -118,6 +118,17 @@ class Memory(ABC):
     """The config key and `train` flag its bytes grow with: the memory plan names them when the memory is too big."""
     env_step_interval: int = 0
     """``on_env_steps`` runs each time the run's env steps pass a multiple of this; 0: never."""
+    adds_reward: ClassVar[bool] = False
+    adds_target: ClassVar[bool] = False
+    adds_loss: ClassVar[bool] = False
+    """What the memory adds to the loss of eq. (6): whether its class overrides ``intrinsic_reward``,
+    ``combine_target`` and ``memory_losses`` (set for each subclass as it is defined); the learner calls only those."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.adds_reward = cls.intrinsic_reward is not Memory.intrinsic_reward
+        cls.adds_target = cls.combine_target is not Memory.combine_target
+        cls.adds_loss = cls.memory_losses is not Memory.memory_losses
 
     # ----- building --------------------------------------------------------------------------------------
     @classmethod

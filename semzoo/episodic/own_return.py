@@ -28,7 +28,8 @@ import torch
 
 from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, register_memory
 from semzoo.episodic.returns import discounted_returns
-from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, next_state_target, scatter
+from semzoo.episodic.sem import next_state_target
+from semzoo.episodic.target import EpisodicTarget, TableLookup, scatter
 
 if TYPE_CHECKING:
     from semzoo.episodic.setup import MemorySetup
@@ -71,9 +72,7 @@ class OwnReturn(Memory):
     def combine_target(self, lookup: TableLookup, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
                        *, gamma: float, miss_rule: str) -> EpisodicTarget:
         """Phase 2: E = r + gamma (1 - term) R_{t+1} on hits, V(t+1) in its place on a miss (SEM's eq. 7 and rule)."""
-        with torch.no_grad():
-            e_BT, answered_BT = next_state_target(lookup, clean, next_value_BT, gamma)
-        return applying(clean.mask.bool(), answered_BT, e_BT, lookup.hit_rate, miss_rule=miss_rule)
+        return next_state_target(lookup, clean, next_value_BT, gamma, miss_rule)
 
     def state_dict(self) -> dict[str, Any]:
         return {"gamma": self.gamma}

@@ -1,11 +1,18 @@
 """SEM and SAEM, the episodic memories of Ma & Li (2021): exact tables of the highest return, keyed on phi(s) = V s.
 
 Paper: "State-based Episodic Memory for Multi-Agent Reinforcement Learning" (Ma & Li, 2021), sections 4-5 and
-Algorithm 1. ``EpisodicMemory`` holds what both share: the random projection phi(s) = V s, the pending set M and
-the table (semzoo.episodic.hash_table). ``SEMTable`` (key phi(s), E_t = r_t + gamma Q^S(s_{t+1}), eq. 7) and
-``SAEMTable`` (key (phi(s), joint action), E_t = Q^SA(s_t, u_t), eq. 4) give their key layout and target. Both answer
-the ``Memory`` hooks of semzoo.episodic.memory under the names "sem" and "saem". Layout, determinism and eviction
-rules: docs/memory.md.
+Algorithm 1. Everything SEM does is in this file, in the order a run meets it:
+
+    phi(s) = V s                    ``EpisodicMemory.project`` (V [D, F] ~ N(0, 1) from the run seed; bit-exact)
+    (phi(s_t), R_t) -> M            ``EpisodicMemory.update_from`` (the pending set M, every real step stored)
+    M -> Q^S, per-key max (eq. 5)   ``EpisodicMemory.flush`` once M holds |M| env steps (the table:
+                                    semzoo.episodic.hash_table, open addressing with LFU eviction)
+    lookup                          ``EpisodicMemory.lookup_batch``: one batched probe of phi(s_{t+1})
+    E (eq. 7) and the miss rule     ``next_state_target``: E_t = r_t + gamma (1 - term_t) Q^S(phi(s_{t+1})), y_t on a miss
+
+``SEMTable`` is registered as "sem". ``SAEMTable`` ("saem") is the variant with the joint action in the key
+(phi(s), u) and E_t = Q^SA(phi(s_t), u_t) (eq. 4). Both answer the ``Memory`` hooks of semzoo.episodic.memory.
+Layout, determinism and eviction rules: docs/memory.md; their bytes: semzoo.episodic.plans and cost.
 
 Shapes: B = episodes, T = episode limit, F = state size, D = projection size, A = agents, K = number of keys,
 W = 32-bit words per key.
@@ -14,12 +21,12 @@ W = 32-bit words per key.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
 
-from semzoo.episodic.hash_table import MAX_CAPACITY, LFUKeyTable
+from semzoo.episodic.hash_table import MAX_CAPACITY, LFUKeyTable, TableUsage
 from semzoo.episodic.memory import BUILTIN_DESCRIPTIONS, Memory, memory_class, register_memory
 from semzoo.episodic.plans import (
     ACTION_ID_LIMIT,
@@ -30,8 +37,7 @@ from semzoo.episodic.plans import (
     table_memory_bytes,
 )
 from semzoo.episodic.returns import discounted_returns, to_numpy
-from semzoo.episodic.target import EpisodicTarget, TableLookup, applying, next_state_target, scatter
-from semzoo.episodic.usage import TableUsage
+from semzoo.episodic.target import EpisodicTarget, TableLookup
 from semzoo.types import EpisodeBatch
 
 if TYPE_CHECKING:
@@ -53,6 +59,26 @@ def project_fixed_order(projection_DF: np.ndarray, states_KF: np.ndarray) -> np.
     return acc_DK
 
 
+def next_state_target(lookup: TableLookup, clean: CleanBatch, next_value_BT: torch.Tensor, gamma: float,
+                      miss_rule: str) -> EpisodicTarget:
+    """SEM's E (eq. 7) with the paper's miss rule, from the table's answers for s_{t+1} (tensor ops only):
+
+        E_t = r_t + gamma (1 - term_t) Q^S(phi(s_{t+1}))   where the table holds s_{t+1}
+        E_t = r_t + gamma (1 - term_t) V(t+1) = y_t         on a miss: V(t+1) = max_u Q_tot(tau_{t+1}, u; theta^-)
+
+    A real end needs no table (E = r), so it counts as answered. The memory term applies at every real step
+    (miss rule "target", the paper) or at the answered ones ("zero", EMC). Shared by SEM's table and the
+    own-return ablation ``mc`` (semzoo.episodic.own_return), which must agree.
+    """
+    with torch.no_grad():
+        e_BT = clean.bootstrapped(torch.where(lookup.hit_BT, lookup.values_BT, next_value_BT), gamma)
+    real_BT = clean.mask.bool()
+    answered_BT = real_BT & (lookup.hit_BT | (clean.terminated > 0))
+    applies_BT = real_BT if miss_rule == "target" else answered_BT
+    return EpisodicTarget(e_BT=e_BT, applies_BT=applies_BT.float(), answered_BT=answered_BT.float(),
+                          hit_rate=lookup.hit_rate)
+
+
 class EpisodicMemory(Memory, ABC):
     """Episodic memory table of highest discounted returns, keyed exactly on projected states.
 
@@ -62,10 +88,14 @@ class EpisodicMemory(Memory, ABC):
     max, once M holds `pending_size` env steps (paper eq. 5, Algorithm 1).
 
     The ``Memory`` hooks (semzoo.episodic.memory): the state keys phi(s) are cached per stored slot
-    (``state_key_words`` = D); ``on_store`` feeds M; ``lookup_batch`` probes the table for the steps
-    ``_query_steps`` names; ``combine_target`` forms E from ``_target_values``. A subclass gives the key
-    layout (``key_words``, ``keys_from_state_keys``, ``_step_keys``), those two hooks and the cost model.
+    (``state_key_words`` = D); ``on_store`` feeds M; ``lookup_batch`` probes the table (SEM at phi(s_{t+1}), SAEM
+    at (phi(s_t), u_t)); ``combine_target`` forms E (SEM's eq. 7 here, ``next_state_target``; SAEM's eq. 4 in
+    ``SAEMTable``). A subclass gives the key layout (``key_words``, ``keys_from_state_keys``,
+    ``joint_action_in_key``) and the cost model.
     """
+
+    joint_action_in_key: ClassVar[bool] = False
+    """SAEM's keys hold the joint action after phi(s); SEM's are phi(s) alone."""
 
     @property
     def kind(self) -> str:
@@ -155,52 +185,46 @@ class EpisodicMemory(Memory, ABC):
         """R_t of each real step into the pending set M; Q^S is written once M holds |M| steps."""
         self.update_from(batch, slot_state_keys)
 
-    @abstractmethod
-    def _query_steps(self, clean: CleanBatch) -> tuple[np.ndarray, int]:
-        """The steps [B,T] (bool) whose key is looked up, and the slot of their state: t + the returned offset."""
-
-    @abstractmethod
-    def _query_keys(self, state_keys_KD: np.ndarray, clean: CleanBatch, episode_K: np.ndarray,
-                    step_K: np.ndarray) -> np.ndarray:
-        """Table keys [K, W] of the queried steps (episode_K, step_K) given their states' keys [K, D]."""
-
-    @abstractmethod
-    def _target_values(self, lookup: TableLookup, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
-                       gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """(E [B,T], the steps whose E the memory answered [B,T] bool), tensor ops only."""
-
     @torch.no_grad()
     def lookup_batch(self, clean: CleanBatch, state_keys_BSD: torch.Tensor | None) -> TableLookup:
-        """Phase 1: one batched query of the table for the steps of ``clean`` that read it.
+        """Phase 1: one batched probe of the table for the steps of ``clean`` that read it.
 
-        ``state_keys_BSD`` is the batch's ``EpisodeBatch.state_keys`` ([B,T+1,D] int32, the bits of phi(s) of
-        every real slot, projected when the episode was stored); without it the states are projected here.
+        SEM reads Q^S(phi(s_{t+1})) at the real steps that did not end their episode; SAEM reads Q^SA(phi(s_t), u_t)
+        at every real step. A read counts as an access for LFU eviction, so reading padding or the slot after a real
+        end would keep junk entries alive. ``state_keys_BSD`` is the batch's ``EpisodeBatch.state_keys`` ([B,T+1,D]
+        int32, the bits of phi(s) of every real slot, projected when the episode was stored); without it the states
+        are projected here.
         """
-        query_BT, slot_offset = self._query_steps(clean)
-        n_steps = query_BT.shape[1]
-        flat_K = np.flatnonzero(query_BT)  # row-major order, as a boolean mask gathers
-        episode_K, step_K = np.divmod(flat_K, n_steps)
-        slot_K = step_K + slot_offset
+        query_BT = clean.mask.cpu().numpy() > 0
+        if not self.joint_action_in_key:
+            query_BT &= clean.terminated.cpu().numpy() == 0
+        episode_K, step_K = np.nonzero(query_BT)  # row-major order, as a boolean mask gathers
+        slot_K = step_K if self.joint_action_in_key else step_K + 1  # SEM's key is the next state's
         if state_keys_BSD is None:
-            state_keys_KD = self.state_keys(clean.state.cpu().numpy()[episode_K, slot_K])
+            keys_KW = self.state_keys(clean.state.cpu().numpy()[episode_K, slot_K])
         else:
-            state_keys_KD = state_keys_BSD.cpu().numpy()[episode_K, slot_K].view(np.uint32)
-        values_K, hits_K, merged_K = self.lookup_merged(self._query_keys(state_keys_KD, clean, episode_K, step_K))
+            keys_KW = state_keys_BSD.cpu().numpy()[episode_K, slot_K].view(np.uint32)
+        if self.joint_action_in_key:
+            keys_KW = self.keys_from_state_keys(keys_KW, clean.actions.cpu().numpy()[episode_K, step_K])
+        values_K, hits_K, merged_K = self._table.lookup_merged(keys_KW)
         self.usage.looked_up(hits_K, merged_K)
+        values_BT = np.zeros(query_BT.shape, np.float32)
+        values_BT[query_BT] = values_K
+        hit_BT = np.zeros(query_BT.shape, bool)
+        hit_BT[query_BT] = hits_K
         like = clean.reward
-        return TableLookup(values_BT=scatter(values_K, flat_K, like), hit_BT=scatter(hits_K, flat_K, like).bool(),
+        return TableLookup(values_BT=torch.from_numpy(values_BT).to(device=like.device, dtype=like.dtype),
+                           hit_BT=torch.from_numpy(hit_BT).to(like.device),
                            hit_rate=torch.tensor(float(np.mean(hits_K)) if len(hits_K) else 0.0, dtype=torch.float64))
 
     def combine_target(self, lookup: TableLookup, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
                        *, gamma: float, miss_rule: str) -> EpisodicTarget:
-        """Phase 2: E for every step of ``clean`` from the table's answers, a constant target like y (tensor ops only).
+        """Phase 2: SEM's E (eq. 7, ``next_state_target``), a constant target like y (tensor ops only).
 
         ``y_BT`` and ``next_value_BT`` ([B,T]) are the learner's TD target and bootstrap value V(t+1),
         with y_t = r_t + gamma (1 - term_t) V(t+1).
         """
-        with torch.no_grad():
-            e_BT, answered_BT = self._target_values(lookup, clean, y_BT, next_value_BT, gamma)
-        return applying(clean.mask.bool(), answered_BT, e_BT, lookup.hit_rate, miss_rule=miss_rule)
+        return next_state_target(lookup, clean, next_value_BT, gamma, miss_rule)
 
     def metrics(self) -> dict[str, float]:
         return {"memory_entries": float(self.n_entries), "memory_bytes": float(self.nbytes),
@@ -305,10 +329,6 @@ class EpisodicMemory(Memory, ABC):
         return self.lookup(self.keys(states, actions))
 
     # ------------------------------------------------------------ pending set M
-    @abstractmethod
-    def _step_keys(self, state_keys_KD: np.ndarray, actions_KA: np.ndarray) -> np.ndarray:
-        """Keys [K, W] of real steps given their states' keys [K, D] and joint actions [K, A]."""
-
     def update_from(self, batch: EpisodeBatch, slot_state_keys: np.ndarray | None = None) -> None:
         """Add (key of step t, R_t) for every real step of the batch to M; flush when full.
 
@@ -330,7 +350,7 @@ class EpisodicMemory(Memory, ABC):
             step_keys = self.state_keys(state[:, :n_steps][filled])
         else:
             step_keys = np.asarray(slot_state_keys)[:, :n_steps][filled]
-        keys_KW = self._step_keys(step_keys, actions[filled])
+        keys_KW = self.keys_from_state_keys(step_keys, actions[filled] if self.joint_action_in_key else None)
         self._pending_keys.append(keys_KW)
         self._pending_returns.append(returns_BT[filled])
         self._pending_steps += int(filled.sum())
@@ -456,31 +476,11 @@ class SEMTable(EpisodicMemory):
     def paper_n_tables(cls, n_agents: int, n_actions: int) -> int:
         return TABLE_LAYOUTS["sem"].paper_n_tables(n_agents, n_actions)  # one table
 
-    def _query_steps(self, clean: CleanBatch) -> tuple[np.ndarray, int]:
-        """Real, non-terminal steps read phi(s_{t+1}).
-
-        A read counts as an access for LFU eviction, so reading padding or the slot after a real end would
-        keep junk entries alive.
-        """
-        return (clean.mask.cpu().numpy() > 0) & (clean.terminated.cpu().numpy() == 0), 1
-
-    def _query_keys(self, state_keys_KD: np.ndarray, clean: CleanBatch, episode_K: np.ndarray,
-                    step_K: np.ndarray) -> np.ndarray:
-        return self.keys_from_state_keys(state_keys_KD)
-
-    def _target_values(self, lookup: TableLookup, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
-                       gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """A miss bootstraps from V(t+1); a real end needs no table (E = r), so it counts as answered."""
-        return next_state_target(lookup, clean, next_value_BT, gamma)
-
     def keys_from_state_keys(self, state_keys: np.ndarray, actions: Any = None) -> np.ndarray:
         """The key is the state's key, the float32 bits of phi(s): uint32 [..., D]."""
         if actions is not None:
             raise ValueError("SEM keys use the state only; call keys(states) with actions=None (SAEM takes actions)")
         return state_keys
-
-    def _step_keys(self, state_keys_KD: np.ndarray, actions_KA: np.ndarray) -> np.ndarray:
-        return state_keys_KD
 
 
 @register_memory("saem")
@@ -492,6 +492,7 @@ class SAEMTable(EpisodicMemory):
     """
 
     description = BUILTIN_DESCRIPTIONS["saem"]
+    joint_action_in_key = True
 
     @property
     def key_words(self) -> int:
@@ -505,18 +506,16 @@ class SAEMTable(EpisodicMemory):
     def paper_n_tables(cls, n_agents: int, n_actions: int) -> int:
         return TABLE_LAYOUTS["saem"].paper_n_tables(n_agents, n_actions)  # one table per joint action
 
-    def _query_steps(self, clean: CleanBatch) -> tuple[np.ndarray, int]:
-        """Every real step reads (phi(s_t), u_t)."""
-        return clean.mask.cpu().numpy() > 0, 0
-
-    def _query_keys(self, state_keys_KD: np.ndarray, clean: CleanBatch, episode_K: np.ndarray,
-                    step_K: np.ndarray) -> np.ndarray:
-        return self.keys_from_state_keys(state_keys_KD, clean.actions.cpu().numpy()[episode_K, step_K])
-
-    def _target_values(self, lookup: TableLookup, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
-                       gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
-        """A miss takes y."""
-        return torch.where(lookup.hit_BT, lookup.values_BT, y_BT), lookup.hit_BT
+    def combine_target(self, lookup: TableLookup, clean: CleanBatch, y_BT: torch.Tensor, next_value_BT: torch.Tensor,
+                       *, gamma: float, miss_rule: str) -> EpisodicTarget:
+        """Phase 2: SAEM's E (eq. 4): E_t = Q^SA(phi(s_t), u_t) where the table holds the pair, y_t on a miss."""
+        with torch.no_grad():
+            e_BT = torch.where(lookup.hit_BT, lookup.values_BT, y_BT)
+        real_BT = clean.mask.bool()
+        answered_BT = real_BT & lookup.hit_BT
+        applies_BT = real_BT if miss_rule == "target" else answered_BT
+        return EpisodicTarget(e_BT=e_BT, applies_BT=applies_BT.float(), answered_BT=answered_BT.float(),
+                              hit_rate=lookup.hit_rate)
 
     def _joint_actions(self, actions: Any, of: tuple[int, ...], what: str) -> np.ndarray:
         """``actions`` as numpy, checked to be [..., n_agents] for the states (or state keys) of shape ``of``."""
@@ -552,9 +551,6 @@ class SAEMTable(EpisodicMemory):
         n_action_words = self.key_words - self.proj_dim
         action_words = np.ascontiguousarray(ids).view(np.uint32).reshape(*state_keys.shape[:-1], n_action_words)
         return np.concatenate([state_keys, action_words], axis=-1)
-
-    def _step_keys(self, state_keys_KD: np.ndarray, actions_KA: np.ndarray) -> np.ndarray:
-        return self.keys_from_state_keys(state_keys_KD, actions_KA)
 
 
 def make_episodic_memory(kind: str, **kwargs: Any) -> EpisodicMemory:

@@ -1,7 +1,7 @@
 """The names of SEM's and SAEM's tables, importable from this module as well as from their homes.
 
 SEM and SAEM live in semzoo.episodic.sem, the LFU hash table in semzoo.episodic.hash_table, the table's counters
-in semzoo.episodic.usage, the discounted return in semzoo.episodic.returns and the byte counts in
+in semzoo.episodic.hash_table, the discounted return in semzoo.episodic.returns and the byte counts in
 semzoo.episodic.plans and semzoo.episodic.cost. Importing this module registers "sem" and "saem", as importing semzoo.episodic.sem does.
 """
 
@@ -30,6 +30,7 @@ from semzoo.episodic.hash_table import (
     OVERFLOW_MAX,
     SLOTS_PER_ENTRY,
     LFUKeyTable,
+    TableUsage,
     n_buckets_for,
     table_nbytes,
 )
@@ -48,7 +49,6 @@ from semzoo.episodic.sem import (
     make_episodic_memory,
     project_fixed_order,
 )
-from semzoo.episodic.usage import TableUsage
 
 __all__ = [
     "ACTION_ID_LIMIT", "AGE_BITS", "AGE_LIMIT", "BUCKET_SLOTS", "COUNT_BITS", "COUNT_MAX", "DEFAULT_CAPACITY",

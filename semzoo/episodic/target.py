@@ -1,29 +1,21 @@
-"""The episodic target E of a sampled batch, read from the SEM or SAEM table (paper eq. 4, 6, 7).
+"""What memories' episodic targets share: the table's answers, E with the steps it applies to, the miss rules.
 
-    SEM:  E_t = r_t + gamma (1 - term_t) Q^S(phi(s_{t+1}))      (eq. 7; E_t = r_t after a real end)
-    SAEM: E_t = Q^SA(phi(s_t), u_t)                              (eq. 4)
-
-On a table miss E_t = y_t: the paper puts max_u Q_tot(tau_{t+1}, u; theta^-), the learner's bootstrap
-value, in place of Q^S(s_{t+1}). The miss rule says where the memory term of eq. (6) applies: every
-real step ("target", the paper) or only the steps the table answered ("zero", EMC).
-
-Two phases, hooks of each memory (semzoo.episodic.memory): ``lookup_batch`` queries the numpy table (one
-batched query, a table access for LFU eviction) and needs no network; ``combine_target`` forms E from its
-answers with tensor ops only, so the loss can run under ``torch.func.vmap`` over many runs
-(semzoo.learners.stacked). SEM's and SAEM's are in semzoo.episodic.sem; this module holds what they
-share. ``semzoo.episodic.memory.episodic_target`` is the two in a row.
+A memory's E comes in two phases, hooks of each memory (semzoo.episodic.memory): ``lookup_batch`` queries its table
+(numpy allowed, no network) and returns a dataclass of tensors such as ``TableLookup``; ``combine_target`` forms E
+from those answers with tensor ops only, so the loss can run under ``torch.func.vmap`` over many runs
+(semzoo.learners.stacked), and returns an ``EpisodicTarget``. SEM's E (eq. 7) and SAEM's (eq. 4) are formed in
+semzoo.episodic.sem. The miss rule says where the memory term of eq. (6) applies: every real step ("target", the
+paper) or only the steps the memory answered ("zero", EMC); ``applying`` builds the EpisodicTarget of a memory of
+one's own under it (tests/plugins/toy_memory_plugin.py). ``semzoo.episodic.memory.episodic_target`` is the two
+phases in a row.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-
-if TYPE_CHECKING:
-    from semzoo.types import CleanBatch
 
 MISS_RULES = ("target", "zero")
 
@@ -75,17 +67,6 @@ def applying(real_BT: torch.Tensor, answered_BT: torch.Tensor, e_BT: torch.Tenso
     return EpisodicTarget(e_BT=e_BT, applies_BT=applies.float(), answered_BT=answered.float(), hit_rate=hit_rate)
 
 
-def next_state_target(lookup: TableLookup, clean: CleanBatch, next_value_BT: torch.Tensor,
-                      gamma: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """SEM's eq. (7) and miss rule: (E [B,T], the steps the memory answered [B,T] bool) from next-state answers.
-
-    E_t = r_t + gamma (1 - term_t) Q(phi(s_{t+1})) on a hit, V(t+1) in its place on a miss; a real end needs no
-    memory (E = r), so it counts as answered. Shared by SEM's table and the own-return ablation, which must agree.
-    """
-    e_BT = clean.bootstrapped(torch.where(lookup.hit_BT, lookup.values_BT, next_value_BT), gamma)
-    return e_BT, lookup.hit_BT | (clean.terminated > 0)
-
-
 def scatter(values_K: np.ndarray, flat_K: np.ndarray, like_BT: torch.Tensor) -> torch.Tensor:
     """values [K] at the flat (row-major) indices ``flat_K`` of a [B,T] tensor like ``like_BT``, 0 elsewhere."""
     out = np.zeros(like_BT.numel(), np.float32)
@@ -93,5 +74,4 @@ def scatter(values_K: np.ndarray, flat_K: np.ndarray, like_BT: torch.Tensor) -> 
     return torch.from_numpy(out.reshape(like_BT.shape)).to(device=like_BT.device, dtype=like_BT.dtype)
 
 
-__all__ = ["MISS_RULES", "EpisodicTarget", "TableLookup", "applying", "check_miss_rule", "next_state_target",
-           "scatter"]
+__all__ = ["MISS_RULES", "EpisodicTarget", "TableLookup", "applying", "check_miss_rule", "scatter"]

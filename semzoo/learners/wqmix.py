@@ -7,7 +7,7 @@
           +      lam  sum_t m'_t [w_e (Q_tot - E)^2 + (Q* - E)^2] / sum_t m_t
 
 with w_e the same rule as w with E in place of y, m_t the real steps and m'_t the steps the memory term
-applies to (QLearner.loss_against writes the sums). Q* is unrestricted: its own recurrent agents (same
+applies to (``WQMIXLearner.loss_against`` writes the sums). Q* is unrestricted: its own recurrent agents (same
 architecture as the acting agents) and a feed-forward mixer over the state and every chosen utility
 (``semzoo.mixers.central``). Q*^- is its target copy: as in the authors' code (oxwhirl/wqmix,
 learners/max_q_learner.py), both the bootstrap and CW's threshold Q*^-(s_t, tau_t, u^) read the target central
@@ -26,7 +26,7 @@ from torch import nn
 from semzoo.agents.rnn import MASKED_Q, RNNAgent, flatten_rnns
 from semzoo.config import LearnerConfig, MemoryConfig
 from semzoo.episodic.memory import Memory
-from semzoo.learners.q_learner import OnlineValues, QLearner, TargetLoss
+from semzoo.learners.q_learner import OnlineValues, QLearner, TargetLoss, masked_mean
 from semzoo.mixers.base import Mixer
 from semzoo.mixers.central import CentralMixer
 from semzoo.mixers.settings import WQMIXSettings
@@ -116,7 +116,8 @@ class WQMIXLearner(QLearner):
             greedy = values.q_BTAU[:, :-1].masked_fill(~clean.avail[:, :-1], MASKED_Q).argmax(dim=-1)  # u^ [B,T,A]
             q_star_greedy = self.central_q(clean, greedy, slots=slice(None, -1), target=True)
         return CentralValues(clean=clean, q_BTAU=values.q_BTAU, q_tot_BT=values.q_tot_BT, q_star_BT=q_star,
-                             is_greedy_BT=(greedy == clean.actions).all(dim=-1), q_star_greedy_BT=q_star_greedy)
+                             is_greedy_BT=(greedy == clean.actions).all(dim=-1), q_star_greedy_BT=q_star_greedy,
+                             logged={"q_star": q_star.detach()})
 
     @torch.no_grad()
     def next_value(self, clean: CleanBatch, q_BTAU: torch.Tensor) -> torch.Tensor:
@@ -124,27 +125,27 @@ class WQMIXLearner(QLearner):
 
         A memory miss falls back to it too: E = y.
         """
-        target_q = q_BTAU if self.config.double_q else self.agent_q(self.target_agent, clean)
-        best_next = self.greedy_next_actions(q_BTAU, target_q, clean)
+        chooser = q_BTAU[:, 1:].detach() if self.config.double_q else self.agent_q(self.target_agent, clean)[:, 1:]
+        best_next = chooser.masked_fill(~clean.avail[:, 1:], MASKED_Q).argmax(dim=-1)  # u' [B,T,A]
         return self.central_q(clean, best_next, slots=slice(1, None), target=True)
 
     def step_weights(self, values: OnlineValues, target_BT: torch.Tensor) -> torch.Tensor:
-        """w against y, w_e against E: [B,T]."""
+        """w against y, w_e against E: [B,T], without gradient (a weight is a constant of the step, like the target)."""
         central = _central(values)
-        return self.weights(target_BT, central.q_tot_BT.detach(), central.is_greedy_BT, central.q_star_greedy_BT)
+        with torch.no_grad():
+            return self.weights(target_BT, central.q_tot_BT.detach(), central.is_greedy_BT, central.q_star_greedy_BT)
 
-    def extra_losses(self, values: OnlineValues, target_BT: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The central loss (Q* - target)^2, unweighted: [B,T]."""
-        return {"central": (_central(values).q_star_BT - target_BT) ** 2}
-
-    def term_stats(self, values: OnlineValues, td: TargetLoss) -> dict[str, torch.Tensor]:
-        """loss_td = loss_qmix + loss_central, and the mean weight w over real steps."""
-        return {"loss_qmix": td.mixer.detach(), "loss_central": td.extras["central"].detach(),
-                "wqmix_weight": self.masked_mean(td.weights_BT, values.clean.mask)}
-
-    def value_stats(self, values: OnlineValues) -> dict[str, torch.Tensor]:
-        """Mean Q*(s_t, tau_t, u_t) over real steps."""
-        return {"q_star": self.masked_mean(_central(values).q_star_BT.detach(), values.clean.mask)}
+    def loss_against(self, values: OnlineValues, target_BT: torch.Tensor, applies_BT: torch.Tensor) -> TargetLoss:
+        """sum_t applies_t [w_t (Q_tot - target_t)^2 + (Q* - target_t)^2] / sum_t m_t, and its pieces: loss_qmix,
+        loss_central (they sum to loss_td) and the mean weight w over real steps."""
+        central, mask = _central(values), values.clean.mask
+        n_real = mask.sum().clamp(min=1.0)
+        w = self.step_weights(values, target_BT)
+        qmix = (w * (values.q_tot_BT - target_BT) ** 2 * applies_BT).sum() / n_real
+        central_loss = ((central.q_star_BT - target_BT) ** 2 * applies_BT).sum() / n_real
+        return TargetLoss(total=qmix + central_loss,
+                          stats={"loss_qmix": qmix.detach(), "loss_central": central_loss.detach(),
+                                 "wqmix_weight": masked_mean(w, mask)})
 
     def networks(self) -> dict[str, nn.Module]:
         """QLearner's networks plus the central agent and mixer Q* and their targets."""

@@ -22,6 +22,9 @@ class Mixer(nn.Module):
     every mixer accepts and ignores what it does not use, so the learner calls them all alike.
     """
 
+    uses_actions: bool = False
+    """True for a mixer that reads the joint action: the learner then passes ``actions_onehot`` and ``max_qs`` (QPLEX)."""
+
     def __init__(self, *, n_agents: int, state_dim: int, n_actions: int) -> None:
         super().__init__()
         self.n_agents, self.state_dim, self.n_actions = n_agents, state_dim, n_actions

@@ -275,28 +275,35 @@ class Trainer:
             self._session_unrecorded = False
 
     def _train(self) -> dict[str, float]:
-        """Algorithm 1's loop over a collector (``semzoo.run.collectors``): the paper's, where each batch's updates
-        follow it, or the overlapped one, where they run while the next batch is collected."""
+        """Algorithm 1 of the paper, top to bottom, over a collector (``semzoo.run.collectors``): the paper's, where
+        each batch's updates follow it, or the overlapped one, where they run while the next batch is collected.
+
+        Initialising H, M, Q^S, theta and theta^- is ``_build``'s; the run's shell (run directory, resume,
+        evaluation, checkpoints) is ``_housekeeping``'s and ``_finish``'s, between and after the iterations.
+        """
         cfg, c = self.config, self.counters
         clock, wall_at_start = time.perf_counter(), c.wall_time
         self.window.restart_clock(clock, c.env_steps)
         collector = self._collector = self._start_collector()
         try:
-            while c.env_steps < cfg.steps:
+            while c.env_steps < cfg.steps:  # for each episode (a batch of n_envs episodes)
+                # act epsilon-greedily for t = 1..T: argmax_u Q_a(tau^a, u) or a random action
                 collector.submit(self._collect_seed(), self.epsilon())
                 if collector.lag:
-                    self._timed_update()  # the updates owed for the last batch, which the acting agent has not seen
+                    self._timed_update()  # overlapped: the updates owed for the last batch, while this one plays
                 batch, stats, seconds = collector.result()
                 stored = time.perf_counter()
+                # store the episode in H; (phi(s_t), R_t) into M, and Q^S <- M by per-key max once M is full
                 self.store(batch, stats)
                 if not collector.lag:  # the paper's loop counts storing in H and M as collecting; an overlapped
                     seconds += time.perf_counter() - stored  # collector's figure is its own time, beside learning
                 self.window.add_time("time_collect_s", seconds)
                 self.owe_updates(len(stats.returns))
                 if not collector.lag:
-                    self._timed_update()  # this batch's updates, before the next batch is collected
+                    # sample B episodes from H, compute y and E, minimise eq. (6); theta^- <- theta every I_n episodes
+                    self._timed_update()
                 collector.sync(self.agent)  # the next batch acts with the parameters as they stand now
-                self.end_iteration(stats, wall_at_start + time.perf_counter() - clock)
+                self.end_iteration(stats, wall_at_start + time.perf_counter() - clock)  # log, evaluate, checkpoint
         finally:
             self._close_collector()
         if collector.lag:
@@ -485,8 +492,10 @@ class Trainer:
     def _finish(self) -> None:
         c = self.counters
         # The final checkpoint holds the loop state before the closing rows below, so a run extended
-        # later with --steps continues exactly as one that had been asked for more steps from the start.
-        self.save_checkpoint()
+        # later with --steps continues exactly as one that had been asked for more steps from the start. A run
+        # that keeps none (keep_checkpoints 0) writes none: it would be removed below.
+        if self.config.keep_checkpoints > 0:
+            self.save_checkpoint()
         if self.window.recent:
             self._log(self._train_metrics())
         if c.last_test != c.env_steps or not self._last_eval or (not self.config.sequential
@@ -497,7 +506,7 @@ class Trainer:
                                        "steps": self.config.steps, "wall_time": c.wall_time,
                                        "result": self._last_eval, "replay_bytes": self.buffer.nbytes,
                                        "peak_rss_bytes": peak_rss_bytes()})
-            if self.config.keep_checkpoints == 0 and self.checkpoints is not None:
+            if self.config.keep_checkpoints == 0 and self._saved_at is not None and self.checkpoints is not None:
                 self.checkpoints.remove_all()  # after final.json: a crash before it leaves a resumable run
 
     def _test(self) -> None:
