@@ -141,6 +141,10 @@ class LBFParallelEnv(ParallelEnv):
         return np.concatenate(parts).astype(np.float32)
 
     def reset(self, seed: int | None = None, options: dict | None = None):
+        # lbforaging's spawn treats the last episode's player positions as taken while it places each player, so
+        # its reset(seed) would depend on the episode before; clear them so a seed alone fixes the start
+        for player in self._env.players:
+            player.position = None
         raw, _ = self._env.reset(seed=seed, options=options)
         self._raw = tuple(np.asarray(o, np.float32) for o in raw)
         self.agents = list(self.possible_agents)

@@ -228,4 +228,4 @@ def test_each_run_of_a_group_keeps_its_own_best_checkpoint(tmp_path):
         step, score = first_best(evaluations(run_dir, "test_win_rate"))
         best = load_checkpoint(run_dir / BEST_FILE)
         assert (best["step"], best["score"]) == (step, score)
-        assert best["config"] == dataclasses.replace(config, seed=best["config"]["seed"]).to_dict()
+        assert best["config"] == dataclasses.replace(config, seed=best["config"]["seed"], team_reward="mean").to_dict()

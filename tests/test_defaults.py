@@ -134,6 +134,8 @@ PINNED: dict[str, tuple[Any, str]] = {
 NOT_FIXED: dict[str, str] = {
     "env": "semzoo's default job (README): SMAX 3m",
     "env_args": "the env factory's own defaults",
+    "team_reward": "the env family's own ('env'): the sum of the agents' rewards on lbf: as EPyMARL's gymma wrapper "
+                   "forms it, the mean elsewhere (SMAX and the matrix games have one team reward)",
     "algo": "semzoo's default job (README): SEM-QMIX",
     "steps": "semzoo's default job: 20k env steps, under 2 minutes on 2 cores, by which SEM-QMIX wins SMAX 3m "
              "(the paper trains 0.5M-2M)",

@@ -59,6 +59,7 @@ def test_the_contract_names_every_hook_once_required_or_grouped():
 
     assert set(REQUIRED_HOOKS) == set(Memory.__abstractmethods__)
     optional = [hook for hooks in OPTIONAL_HOOKS.values() for hook in hooks]
-    settings = {"name", "description", "size_setting", "env_step_interval"}  # class attributes, not hooks
+    settings = {"name", "description", "size_setting", "env_step_interval",  # class attributes, not hooks
+                "adds_reward", "adds_target", "adds_loss"}  # set from the hooks a subclass overrides
     hooks = {name for name in dir(Memory) if not name.startswith("_")} - settings
     assert len(optional) == len(set(optional)) and set(optional) == hooks - set(REQUIRED_HOOKS)

@@ -240,13 +240,13 @@ def test_sem_wqmix_adds_the_memory_terms_with_their_own_weights():
     """With every memory read a hit of E = y + 1, the four-term loss differs from plain WQMIX's."""
     learner = wqmix_learner("cw", alpha=0.5)
 
-    class ShiftedMemory(SEMTable):  # every key a hit of 5
-        def lookup_merged(self, keys):
-            return np.full(len(keys), 5.0, np.float32), np.ones(len(keys), bool), np.zeros(len(keys), bool)
-
     batch = random_batch()
     plain, _ = learner.compute_loss(batch)
-    learner.memory = ShiftedMemory(state_dim=batch.state.shape[-1], n_agents=batch.actions.shape[-1], capacity=10)
+    memory = SEMTable(state_dim=batch.state.shape[-1], n_agents=batch.actions.shape[-1], capacity=10)
+    # every key a hit of 5: the table's batched probe, which the learner's lookup reads
+    memory._table.lookup_merged = lambda keys: (np.full(len(keys), 5.0, np.float32), np.ones(len(keys), bool),
+                                                 np.zeros(len(keys), bool))
+    learner.memory = memory
     learner.memory_config = MemoryConfig(lam=0.5)
     blended, stats = learner.compute_loss(batch)
     assert stats["memory_hit_rate"] == 1.0 and not torch.isclose(blended, plain)
