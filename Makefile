@@ -1,7 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   installs semzoo into .venv and trains the default job (`semzoo train`): SEM-QMIX on SMAX 3m for 20k
 #               env steps, tested every 2k steps (--test-interval 2000) so that the win rate shows it learning
-#               (116 s of CPU, about 2 min on an idle 2-core machine, plus the install; scripts/measure_demo.py
+#               (67 s of training on an idle 2-core Intel Xeon, plus the install; scripts/measure_demo.py
 #               re-measures it)
 #   make test   installs semzoo into .venv and runs the test suite, less its slow tests (the `slow` mark: the tests of
 #               25 s or more); `make test-slow` runs those, and CI runs both
