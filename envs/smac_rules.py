@@ -204,12 +204,6 @@ def unit_facts(map_name: str, unit_type_names: list[str], smax_health: np.ndarra
                      shield_enemy=info.enemy_race == "P", max_cooldown_loops=max_cooldown)
 
 
-def spawn_points(map_name: str) -> tuple[tuple[float, float], tuple[float, float]] | None:
-    """SMAC's spawn points of the allies and the enemies on ``map_name`` where semzoo knows them, else None (the
-    teams then start at SMAX's own points under ``spawn=smac`` too)."""
-    info = SMAC_MAPS.get(map_name)
-    return None if info is None else info.spawn
-
 
 def profile_lines() -> list[str]:
     """``semzoo envs``'s lines on the SMAC profile: the argument, then each option it sets."""

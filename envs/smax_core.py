@@ -218,7 +218,7 @@ def _build_core(map_name: str, episode_limit: int, enemy_shoots: bool, attack_mo
         return jax.tree.map(lambda x: jax.lax.convert_element_type(x, x.dtype), carry)
 
     fixed_start_key = jax.random.PRNGKey(FIXED_START_SEED)
-    spawn = smac_rules.spawn_points(map_name) if options.spawn == smac_rules.SMAC else None
+    spawn = smac_rules.smac_map_for(map_name).spawn if options.spawn == smac_rules.SMAC else None
     team_AE = np.arange(n_allies + n_enemies) >= n_allies  # False: an ally, True: an enemy
 
     def at_spawn(s: Any) -> Any:
